@@ -1,0 +1,70 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "commands.h"
+
+namespace parastack::cli {
+
+void add_model_options(CLI::App& command, stats::ModelConfig& config) {
+  command.add_option("--alpha", config.alarm.alpha,
+                     "Significance level: the accepted probability of a false alarm (per job with "
+                     "the default budget, per test with --budget per-test)")
+      ->check(CLI::Range(1e-12, 0.5))
+      ->capture_default_str();
+  command
+      .add_option_function<std::string>(
+          "--budget",
+          [&config](const std::string& value) {
+            config.alarm.budget =
+                value == "per-test" ? stats::AlarmBudget::PerTest : stats::AlarmBudget::PerJob;
+          },
+          "How alpha is spent: per-job bounds the false-alarm probability of the whole job; "
+          "per-test is the paper's rule")
+      ->check(CLI::IsMember({"per-job", "per-test"}))
+      ->default_str("per-job");
+  command.add_option("--horizon", config.alarm.horizon_seconds,
+                     "Job length in seconds the per-job budget is planned for (longer jobs stay "
+                     "covered)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--interval", config.initial_interval, "Initial sampling interval I, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--max-interval", config.max_interval, "I never doubles beyond this, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--sets", config.sets, "Disjoint monitored rank sets")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  command.add_option("--turn", config.observations_per_turn,
+                     "Observations of one set before switching to the next")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")
+      ->capture_default_str();
+}
+
+}  // namespace parastack::cli
+
+int main(int argc, char** argv) {
+  using namespace parastack::cli;
+  CLI::App app{"parastack: statistical hang detection for MPI jobs (ParaStack, SC17)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "parastack 0.1.0");
+  const auto replay = add_replay_command(app);
+  const auto simulate = add_simulate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    if (app.got_subcommand("replay")) return replay();
+    if (app.got_subcommand("simulate")) return simulate();
+  } catch (const std::exception& e) {
+    std::cerr << "parastack: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,158 @@
+// parastack replay TRACE.jsonl: feed a recorded sample trace to the model and show each decision.
+// The trace holds what the monitor fed its model, in order, so the replay takes the same decisions
+// the monitor's model took (verification, which needs live stacks, is not replayed).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "commands.h"
+#include "parastack/stats/trace.h"
+
+namespace parastack::cli {
+namespace {
+
+struct ReplayOptions {
+  std::string trace_path;
+  bool json = false;
+  bool quiet = false;
+  stats::ModelConfig model;
+};
+
+nlohmann::json decision_json(const stats::Decision& d) {
+  nlohmann::json j{{"t", d.observation.t},
+                   {"set", d.observation.set},
+                   {"n_out", d.observation.n_out},
+                   {"n", d.observation.n},
+                   {"s", d.sample},
+                   {"decision", stats::to_string(d.verdict)},
+                   {"interval", d.interval},
+                   {"samples", d.model_samples},
+                   {"streak", d.streak}};
+  if (d.threshold) {
+    j["e"] = d.threshold->tolerance;
+    j["threshold"] = d.threshold->value;
+    j["p"] = d.threshold->p_hat;
+    j["q"] = d.threshold->q;
+    j["k"] = d.required_streak;
+    j["test_alpha"] = d.test_alpha;
+  }
+  if (d.runs_test) {
+    j["runs_test"] = {{"n_pos", d.runs_test->n_pos}, {"n_neg", d.runs_test->n_neg},
+                      {"runs", d.runs_test->runs}, {"random", d.runs_test->random}};
+    if (d.runs_test->exact) {
+      j["runs_test"]["region"] = {d.runs_test->region.lower, d.runs_test->region.upper};
+    }
+  }
+  if (d.interval_doubled) j["interval_doubled"] = true;
+  return j;
+}
+
+void print_decision_text(const stats::Decision& d) {
+  std::printf("t=%10.3f set=%d S=%.3f I=%.3f n=%zu", d.observation.t, d.observation.set, d.sample,
+              d.interval, d.model_samples);
+  if (d.threshold) {
+    std::printf(" e=%.2f S<=%.3f p=%.3f q=%.3f k=%d", d.threshold->tolerance, d.threshold->value,
+                d.threshold->p_hat, d.threshold->q, d.required_streak);
+  }
+  std::printf(" streak=%d %s", d.streak, std::string(stats::to_string(d.verdict)).c_str());
+  if (d.runs_test) {
+    std::printf(" [runs test: R=%d N1=%d N0=%d %s]", d.runs_test->runs, d.runs_test->n_pos,
+                d.runs_test->n_neg, d.runs_test->random ? "random" : "not random");
+  }
+  if (d.interval_doubled) std::printf(" [I doubled]");
+  std::printf("\n");
+}
+
+int run_replay(const ReplayOptions& options) {
+  std::ifstream in(options.trace_path);
+  if (!in) {
+    std::cerr << "parastack replay: cannot read " << options.trace_path << ": "
+              << std::strerror(errno) << "\n";
+    return kExitUsage;
+  }
+  stats::HangModel model(options.model);
+  std::optional<stats::Decision> alarm;
+  std::uint64_t observations = 0;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto parsed = stats::parse_trace_line(line);
+    if (auto* error = std::get_if<stats::TraceError>(&parsed)) {
+      std::cerr << "parastack replay: " << options.trace_path << ":" << number << ": "
+                << error->message << "\n";
+      return kExitUsage;
+    }
+    const auto decision = model.observe(std::get<stats::Observation>(parsed));
+    ++observations;
+    if (!options.quiet) {
+      if (options.json) {
+        std::cout << decision_json(decision).dump() << "\n";
+      } else {
+        print_decision_text(decision);
+      }
+    }
+    if (decision.verdict == stats::Verdict::Hang) {
+      alarm = decision;
+      break;  // the monitor acts on the first confirmed hang
+    }
+  }
+  const auto& alarm_policy = options.model.alarm;
+  if (options.json) {
+    nlohmann::json summary{{"verdict", alarm ? "hang" : "no_hang"},
+                           {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
+                           {"onset_t", alarm ? nlohmann::json(alarm->streak_onset) : nlohmann::json()},
+                           {"observations", observations},
+                           {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
+                           {"alpha", alarm_policy.alpha},
+                           {"budget", stats::to_string(alarm_policy.budget)},
+                           {"horizon", alarm_policy.horizon_seconds},
+                           {"interval", model.interval()}};
+    if (alarm) {
+      summary["set"] = alarm->observation.set;
+      summary["q"] = alarm->threshold->q;
+      summary["k"] = alarm->required_streak;
+    }
+    std::cout << summary.dump() << "\n";
+  } else if (alarm) {
+    std::printf("verdict: hang at t=%.3f s (set %d: %d consecutive suspicions S<=%.3f since t=%.3f, "
+                "q=%.3f, k=%d, alpha=%g %s)\n",
+                alarm->observation.t, alarm->observation.set, alarm->streak, alarm->threshold->value,
+                alarm->streak_onset, alarm->threshold->q, alarm->required_streak, alarm_policy.alpha,
+                std::string(stats::to_string(alarm_policy.budget)).c_str());
+  } else {
+    std::printf("verdict: no hang (%llu observations, model %s, I=%.3f s)\n",
+                static_cast<unsigned long long>(observations),
+                model.ready() ? ("built at t=" + std::to_string(*model.ready_since()) + " s").c_str()
+                              : "never built",
+                model.interval());
+  }
+  return alarm ? kExitHang : kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_replay_command(CLI::App& app) {
+  auto options = std::make_shared<ReplayOptions>();
+  auto* command = app.add_subcommand(
+      "replay",
+      "Feed a sample trace (JSON Lines: t, set, n_out, n) to the hang model and print each decision "
+      "and the verdict. Exit status: 0 no hang, 3 hang, 2 bad input.");
+  command->add_option("trace", options->trace_path, "The trace file (JSON Lines)")->required();
+  command->add_flag("--json", options->json,
+                    "One JSON object per decision; the last line is the summary");
+  command->add_flag("--quiet", options->quiet, "Print only the verdict");
+  add_model_options(*command, options->model);
+  return [options] {
+    if (auto error = stats::config_error(options->model)) {
+      std::cerr << "parastack replay: " << *error << "\n";
+      return kExitUsage;
+    }
+    return run_replay(*options);
+  };
+}
+
+}  // namespace parastack::cli

@@ -1,0 +1,103 @@
+// Synthetic MPI jobs for the detection simulator: what each rank is doing at any instant, computed
+// in O(1) from hashes so that million-rank jobs and thousands of job-hours stay cheap.
+//
+// A job runs cycles of length T (per phase): at the start of a cycle every rank is still finishing
+// the previous collective (a random global offset), then computes for its own time (mean
+// compute_fraction * T, with per-rank imbalance and per-iteration jitter), then waits in MPI: first
+// in the call that waits for the slowest rank, then through the cycle's remaining MPI calls.
+// Transient slowdowns stretch the job's timeline: a straggler node computes `factor` times slower
+// while everybody else waits for it; system noise briefly slows the whole job. A hang freezes the
+// faulty ranks in computation (or, for a deadlock, nobody) and blocks the others at their next MPI
+// call, where busy-waiting codes keep polling MPI_Test.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parastack/stats/verification.h"
+
+namespace parastack::sim {
+
+struct Phase {
+  double cycle_seconds;
+  double compute_fraction;
+};
+
+struct WorkloadShape {
+  std::string name;
+  std::string description;
+  int ranks = 1024;
+  int ranks_per_node = 32;
+  std::vector<Phase> phases{{0.1, 0.6}};
+  double phase_seconds = 0;        // length of each phase before the next; 0: one phase
+  double cycle_offset = 0.1;       // max global start offset of a cycle, fraction of T
+  double rank_jitter = 0.1;        // per-iteration compute noise, relative, uniform +-
+  double imbalance = 0.0;          // fixed per-rank compute offset, relative, uniform +-
+  int mpi_calls_per_cycle = 3;     // distinct MPI calls a rank goes through per cycle
+  bool busy_wait = false;          // waits are MPI_Test polling loops
+  double poll_out_fraction = 0.05; // chance a polling rank is seen in its own loop code
+  double slowdowns_per_hour = 0;   // straggler-node transient slowdowns
+  double slowdown_min_seconds = 10, slowdown_max_seconds = 120;
+  double slowdown_min_factor = 3, slowdown_max_factor = 20;
+  double noise_per_hour = 0;       // short whole-job slowdowns (system noise)
+};
+
+enum class FaultKind { None, Computation, Deadlock };
+std::string_view to_string(FaultKind kind);
+
+struct Fault {
+  FaultKind kind = FaultKind::None;
+  double onset = 0;              // seconds since start
+  std::vector<int> faulty_ranks; // computation faults only
+};
+
+// One job: a shape, a seed, its slowdown schedule and optional fault.
+class SyntheticJob {
+ public:
+  SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds, Fault fault);
+
+  // State of one rank at wall time t (seconds since start), with its innermost MPI call.
+  stats::RankSnapshot snapshot(int rank, double t) const;
+  bool is_out(int rank, double t) const;
+
+  const WorkloadShape& shape() const { return shape_; }
+  const Fault& fault() const { return fault_; }
+  double duration() const { return duration_; }
+  std::size_t slowdown_count() const { return slowdowns_.size(); }
+
+ private:
+  struct Slowdown {
+    double start, end, factor;
+    int node;  // -1: the whole job (system noise)
+  };
+  // Where the job's own timeline is at wall time t, and which slowdown (if any) is active.
+  struct Moment {
+    double app_time;
+    const Slowdown* slowdown;
+  };
+  struct Position {
+    bool computing;
+    int call;               // index of the MPI call when not computing
+    double compute_left;    // timeline seconds until the computation ends, when computing
+  };
+
+  Moment moment(double t) const;
+  Position position(int rank, double app_time, const Slowdown* slowdown) const;
+  stats::RankSnapshot hung_snapshot(int rank, double t) const;
+  stats::RankSnapshot waiting_snapshot(int rank, int call, double t) const;
+  double uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
+
+  WorkloadShape shape_;
+  std::uint64_t seed_;
+  double duration_;
+  Fault fault_;
+  std::vector<Slowdown> slowdowns_;
+  std::vector<double> warp_before_;  // app-time lost before each slowdown starts
+};
+
+// The workload shapes of the benchmark campaign (docs/statistics.md describes each).
+std::vector<WorkloadShape> standard_shapes();
+
+}  // namespace parastack::sim

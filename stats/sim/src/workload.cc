@@ -1,0 +1,252 @@
+#include "parastack/sim/workload.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+
+#include "parastack/sim/random.h"
+
+namespace parastack::sim {
+namespace {
+
+// Call codes; the regular calls of a cycle cycle through kRegularCalls.
+constexpr int kTest = -1;
+constexpr int kRecv = -2;
+constexpr std::array<const char*, 5> kRegularCalls{"MPI_Waitall", "MPI_Allreduce", "MPI_Bcast",
+                                                   "MPI_Barrier", "MPI_Alltoall"};
+
+std::string call_name(int call) {
+  if (call == kTest) return "MPI_Test";
+  if (call == kRecv) return "MPI_Recv";
+  return kRegularCalls[static_cast<std::size_t>(call) % kRegularCalls.size()];
+}
+
+}  // namespace
+
+std::string_view to_string(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::None: return "none";
+    case FaultKind::Computation: return "computation";
+    case FaultKind::Deadlock: return "deadlock";
+  }
+  return "?";
+}
+
+SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds,
+                           Fault fault)
+    : shape_(shape), seed_(mix64(seed)), duration_(duration_seconds), fault_(std::move(fault)) {
+  // Poisson arrivals of straggler slowdowns and noise bursts, never overlapping.
+  SplitMix rng(seed_ ^ 0x51ed0a11ULL);
+  const double rate = (shape_.slowdowns_per_hour + shape_.noise_per_hour) / 3600.0;
+  double t = 0;
+  const int nodes = std::max(1, (shape_.ranks + shape_.ranks_per_node - 1) / shape_.ranks_per_node);
+  while (rate > 0) {
+    t += -std::log(1 - rng.uniform()) / rate;
+    if (t >= duration_) break;
+    Slowdown s{};
+    if (rng.uniform() * (shape_.slowdowns_per_hour + shape_.noise_per_hour) <
+        shape_.slowdowns_per_hour) {
+      s = {t, t + rng.uniform(shape_.slowdown_min_seconds, shape_.slowdown_max_seconds),
+           rng.uniform(shape_.slowdown_min_factor, shape_.slowdown_max_factor),
+           static_cast<int>(rng.below(static_cast<std::uint64_t>(nodes)))};
+    } else {
+      s = {t, t + rng.uniform(0.05, 1.0), rng.uniform(1.5, 4.0), -1};
+    }
+    slowdowns_.push_back(s);
+    t = s.end;
+  }
+  double lost = 0;
+  for (const auto& s : slowdowns_) {
+    warp_before_.push_back(lost);
+    lost += (s.end - s.start) * (1 - 1 / s.factor);
+  }
+  warp_before_.push_back(lost);
+}
+
+double SyntheticJob::uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
+  return to_unit(mix64(seed_ ^ mix64(a ^ mix64(b ^ mix64(c)))));
+}
+
+SyntheticJob::Moment SyntheticJob::moment(double t) const {
+  // First slowdown starting after t; the one before it may contain t.
+  auto it = std::upper_bound(slowdowns_.begin(), slowdowns_.end(), t,
+                             [](double time, const Slowdown& s) { return time < s.start; });
+  const std::size_t index = static_cast<std::size_t>(it - slowdowns_.begin());
+  if (index > 0) {
+    const Slowdown& s = slowdowns_[index - 1];
+    if (t < s.end) return {t - warp_before_[index - 1] - (t - s.start) * (1 - 1 / s.factor), &s};
+  }
+  return {t - warp_before_[index], nullptr};
+}
+
+SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
+                                              const Slowdown* slowdown) const {
+  std::uint64_t block = 0;
+  double local = app_time;
+  if (shape_.phase_seconds > 0) {
+    block = static_cast<std::uint64_t>(app_time / shape_.phase_seconds);
+    local = app_time - static_cast<double>(block) * shape_.phase_seconds;
+  }
+  const Phase& phase = shape_.phases[block % shape_.phases.size()];
+  const double cycle_length = phase.cycle_seconds;
+  const auto cycle = static_cast<std::uint64_t>(local / cycle_length);
+  const double tau = local - static_cast<double>(cycle) * cycle_length;
+  const std::uint64_t cycle_id = (block << 40) ^ cycle;
+  const auto r = static_cast<std::uint64_t>(rank);
+
+  const double offset = shape_.cycle_offset * cycle_length * uniform(cycle_id, 1, 0);
+  const double relative = 1 + shape_.imbalance * (2 * uniform(r, 2, 0) - 1) +
+                          shape_.rank_jitter * (2 * uniform(r, cycle_id, 3) - 1);
+  double compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0,
+                              cycle_length - offset);
+  // Outside the straggler node, ranks finish their work in 1/factor of the stretched timeline.
+  if (slowdown && slowdown->node >= 0 && rank / shape_.ranks_per_node != slowdown->node) {
+    compute /= slowdown->factor;
+  }
+  // The slowest rank can finish no later than this: until then the early ones wait in call 0.
+  const double release = std::min(
+      cycle_length,
+      offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
+  const int calls = std::max(1, shape_.mpi_calls_per_cycle);
+  if (tau < offset) return {false, calls - 1, 0};
+  if (tau < offset + compute) return {true, 0, offset + compute - tau};
+  if (tau < release || calls == 1) return {false, 0, 0};
+  const int call = 1 + static_cast<int>((calls - 1) * (tau - release) / (cycle_length - release));
+  return {false, std::min(call, calls - 1), 0};
+}
+
+stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t) const {
+  if (shape_.busy_wait && call == 0) {
+    // A polling loop: mostly inside MPI_Test's progress engine, sometimes in the loop itself.
+    if (uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
+        shape_.poll_out_fraction) {
+      return {stats::RankState::OutMpi, {}};
+    }
+    return {stats::RankState::InMpi, call_name(kTest)};
+  }
+  return {stats::RankState::InMpi, call_name(call)};
+}
+
+stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
+  const auto& faulty = fault_.faulty_ranks;
+  if (fault_.kind == FaultKind::Computation &&
+      std::find(faulty.begin(), faulty.end(), rank) != faulty.end()) {
+    return {stats::RankState::OutMpi, {}};  // spinning or sleeping in its own code
+  }
+  // Everybody else finishes the computation under way at the onset, then blocks for good.
+  const Moment at_onset = moment(fault_.onset);
+  const Position was = position(rank, at_onset.app_time, at_onset.slowdown);
+  if (was.computing && t < fault_.onset + was.compute_left) return {stats::RankState::OutMpi, {}};
+  if (shape_.busy_wait) return waiting_snapshot(rank, 0, t);
+  if (fault_.kind == FaultKind::Deadlock) {
+    const std::array<int, 3> calls{kRecv, 0, 1};
+    return {stats::RankState::InMpi,
+            call_name(calls[static_cast<std::size_t>(uniform(static_cast<std::uint64_t>(rank), 5, 0) * 3)])};
+  }
+  const bool neighbour = std::any_of(faulty.begin(), faulty.end(),
+                                     [rank](int f) { return std::abs(f - rank) == 1; });
+  return {stats::RankState::InMpi, call_name(neighbour ? 0 : 1)};
+}
+
+stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
+  if (fault_.kind != FaultKind::None && t >= fault_.onset) return hung_snapshot(rank, t);
+  const Moment m = moment(t);
+  const Position p = position(rank, m.app_time, m.slowdown);
+  if (p.computing) return {stats::RankState::OutMpi, {}};
+  return waiting_snapshot(rank, p.call, t);
+}
+
+bool SyntheticJob::is_out(int rank, double t) const {
+  if (fault_.kind != FaultKind::None && t >= fault_.onset) {
+    return hung_snapshot(rank, t).state == stats::RankState::OutMpi;
+  }
+  const Moment m = moment(t);
+  const Position p = position(rank, m.app_time, m.slowdown);
+  if (p.computing) return true;
+  return shape_.busy_wait && p.call == 0 &&
+         uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
+             shape_.poll_out_fraction;
+}
+
+std::vector<WorkloadShape> standard_shapes() {
+  std::vector<WorkloadShape> shapes;
+  auto add = [&shapes](WorkloadShape s) { shapes.push_back(std::move(s)); };
+  {
+    WorkloadShape s;
+    s.name = "stencil-1ms";
+    s.description = "1 ms halo-exchange cycles, 75% compute";
+    s.ranks = 1024;
+    s.phases = {{0.001, 0.75}};
+    s.rank_jitter = 0.2;
+    s.mpi_calls_per_cycle = 2;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "solver-50ms";
+    s.description = "50 ms solver iterations, 3 MPI calls, mild imbalance";
+    s.ranks = 4096;
+    s.phases = {{0.05, 0.6}};
+    s.imbalance = 0.05;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "slow-10s";
+    s.description = "10 s time steps, 85% compute";
+    s.ranks = 256;
+    s.phases = {{10.0, 0.85}};
+    s.rank_jitter = 0.05;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "phases";
+    s.description = "three phases (0.2 s/70%, 2 s/30%, 10 ms/90%), 15 min each";
+    s.ranks = 2048;
+    s.phases = {{0.2, 0.7}, {2.0, 0.3}, {0.01, 0.9}};
+    s.phase_seconds = 900;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "imbalanced";
+    s.description = "0.5 s cycles, +-30% per-rank load imbalance";
+    s.ranks = 1024;
+    s.phases = {{0.5, 0.6}};
+    s.imbalance = 0.3;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "noisy";
+    s.description = "0.2 s cycles, 3 straggler slowdowns/h (3-20x, 10-120 s), 60 noise bursts/h";
+    s.ranks = 16384;
+    s.phases = {{0.2, 0.65}};
+    s.slowdowns_per_hour = 3;
+    s.noise_per_hour = 60;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "busy-wait";
+    s.description = "0.1 s cycles, waits poll MPI_Test (5% of polls seen in user code)";
+    s.ranks = 512;
+    s.phases = {{0.1, 0.5}};
+    s.busy_wait = true;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "comm-heavy-1M";
+    s.description = "1,000,000 ranks, 1 s cycles, only 25% compute";
+    s.ranks = 1000000;
+    s.phases = {{1.0, 0.25}};
+    s.ranks_per_node = 128;
+    add(s);
+  }
+  return shapes;
+}
+
+}  // namespace parastack::sim

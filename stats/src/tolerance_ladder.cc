@@ -1,0 +1,90 @@
+#include "parastack/stats/tolerance_ladder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "parastack/stats/empirical_distribution.h"
+
+namespace parastack::stats {
+namespace {
+
+constexpr double kZ95Squared = 3.8416;  // 1.96², the paper's constant
+
+struct Candidate {
+  double value;
+  double p_hat;
+  double n_required;
+};
+
+}  // namespace
+
+double min_sample_size(double p_hat, double tolerance) {
+  if (!(p_hat > 0 && p_hat < 1)) return std::numeric_limits<double>::infinity();
+  return std::max({5 / p_hat, 5 / (1 - p_hat),
+                   kZ95Squared * p_hat * (1 - p_hat) / (tolerance * tolerance)});
+}
+
+LadderPoint optimal_point(double tolerance) {
+  // On (0, 0.5] the first term falls and the third rises, so the minimum is where they cross
+  // (or at 0.5 when the third never catches up). Bisection on their difference.
+  const double c = kZ95Squared / (tolerance * tolerance);
+  auto gap = [c](double p) { return 5 / p - c * p * (1 - p); };
+  if (gap(0.5) >= 0) return {tolerance, 0.5, min_sample_size(0.5, tolerance)};
+  double lo = 1e-9, hi = 0.5;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (gap(mid) > 0 ? lo : hi) = mid;
+  }
+  const double p = (lo + hi) / 2;
+  return {tolerance, p, min_sample_size(p, tolerance)};
+}
+
+std::optional<SuspicionThreshold> choose_threshold(const EmpiricalDistribution& samples) {
+  if (samples.empty()) return std::nullopt;
+  const double n = static_cast<double>(samples.size());
+  const auto& cumulative = samples.cumulative();
+  // Tightest tolerance first: the smaller e, the closer q is to the true p and the faster a hang
+  // is confirmed. The ladder is fixed, so its optimal points are computed once.
+  static const auto kOptimal = [] {
+    std::array<LadderPoint, kToleranceLadder.size()> points{};
+    for (std::size_t i = 0; i < points.size(); ++i) points[i] = optimal_point(kToleranceLadder[i]);
+    return points;
+  }();
+  for (auto step = kOptimal.rbegin(); step != kOptimal.rend(); ++step) {
+    // t1: the largest value with F_n < p̂_m; t2: the smallest value with F_n >= p̂_m.
+    std::optional<Candidate> below, above;
+    for (const auto& [value, count_at_or_below] : cumulative) {
+      const double f = static_cast<double>(count_at_or_below) / n;
+      Candidate candidate{value, f, min_sample_size(f, step->tolerance)};
+      if (f < step->p) {
+        below = candidate;
+      } else {
+        above = candidate;
+        break;
+      }
+    }
+    std::array<std::optional<Candidate>, 2> order{below, above};
+    if (below && above && above->n_required < below->n_required) std::swap(order[0], order[1]);
+    for (const auto& candidate : order) {
+      if (!candidate || candidate->n_required > n) continue;
+      const double q = candidate->p_hat + step->tolerance;
+      if (q >= 1) continue;
+      return SuspicionThreshold{step->tolerance, candidate->value, candidate->p_hat,
+                                candidate->n_required, q};
+    }
+  }
+  return std::nullopt;
+}
+
+int required_streak(double q, double alpha) {
+  if (!(q > 0 && q < 1) || !(alpha > 0 && alpha < 1)) {
+    throw std::invalid_argument("required_streak needs 0 < q < 1 and 0 < alpha < 1");
+  }
+  // The small slack keeps exact powers (q = 0.1, alpha = 0.001 -> 3) from rounding up to 4.
+  const double k = std::log(alpha) / std::log(q);
+  return std::max(1, static_cast<int>(std::ceil(k - 1e-9)));
+}
+
+}  // namespace parastack::stats

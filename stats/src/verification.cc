@@ -1,0 +1,89 @@
+#include "parastack/stats/verification.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace parastack::stats {
+namespace {
+
+// "PMPI_Testall" -> "testall", "mpi_test_" -> "test", "MPI_IPROBE" -> "iprobe".
+std::string entry_name(std::string_view function) {
+  std::string name;
+  for (char c : function) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (name.starts_with("pmpi_")) name.erase(0, 5);
+  else if (name.starts_with("mpi_")) name.erase(0, 4);
+  while (!name.empty() && name.back() == '_') name.pop_back();  // Fortran bindings
+  return name;
+}
+
+bool same_function(std::string_view a, std::string_view b) { return entry_name(a) == entry_name(b); }
+
+bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
+  if (from.state == RankState::InMpi && to.state == RankState::InMpi) {
+    if (same_function(from.mpi_function, to.mpi_function)) return false;
+    return !(is_polling_function(from.mpi_function) && is_polling_function(to.mpi_function));
+  }
+  if (from.state == RankState::InMpi && to.state == RankState::OutMpi) {
+    return !is_polling_function(from.mpi_function);
+  }
+  if (from.state == RankState::OutMpi && to.state == RankState::InMpi) {
+    return !is_polling_function(to.mpi_function);
+  }
+  return false;  // OUT -> OUT: a spinning rank also moves between its own functions
+}
+
+}  // namespace
+
+std::string_view to_string(RankState state) {
+  switch (state) {
+    case RankState::InMpi: return "IN_MPI";
+    case RankState::OutMpi: return "OUT_MPI";
+    case RankState::Unknown: return "UNKNOWN";
+  }
+  return "?";
+}
+
+bool is_polling_function(std::string_view mpi_function) {
+  if (!mpi_function.starts_with("MPI_") && !mpi_function.starts_with("PMPI_") &&
+      !mpi_function.starts_with("mpi_") && !mpi_function.starts_with("pmpi_")) {
+    return false;
+  }
+  static constexpr std::array<std::string_view, 5> kPolling{"test", "testany", "testsome",
+                                                            "testall", "iprobe"};
+  const std::string name = entry_name(mpi_function);
+  return std::find(kPolling.begin(), kPolling.end(), name) != kPolling.end();
+}
+
+std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const RankSnapshot* previous = nullptr;
+    for (const auto& snapshot : series[i]) {
+      if (snapshot.state == RankState::Unknown) continue;
+      if (previous && is_progress(*previous, snapshot)) {
+        return ProgressEvidence{i, *previous, snapshot};
+      }
+      previous = &snapshot;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<int> persistently_out_ranks(const std::vector<std::vector<RankState>>& checks) {
+  std::vector<int> faulty;
+  if (checks.empty()) return faulty;
+  const std::size_t ranks = checks.front().size();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    bool known = false, always_out = true;
+    for (const auto& check : checks) {
+      const RankState state = r < check.size() ? check[r] : RankState::Unknown;
+      if (state == RankState::Unknown) continue;
+      known = true;
+      always_out = always_out && state == RankState::OutMpi;
+    }
+    if (known && always_out) faulty.push_back(static_cast<int>(r));
+  }
+  return faulty;
+}
+
+}  // namespace parastack::stats

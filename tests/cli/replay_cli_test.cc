@@ -1,0 +1,145 @@
+// `parastack replay` and `parastack simulate --trace-out` run as a user runs them, on traces the
+// test generates with the simulator.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "parastack/sim/campaign.h"
+#include "parastack/stats/trace.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int status;
+  std::string out;
+};
+
+Run run(const std::string& arguments) {
+  const std::string command = std::string(PARASTACK_BIN) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+nlohmann::json last_json_line(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) last = line;
+  }
+  return nlohmann::json::parse(last);
+}
+
+class ReplayCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("parastack-replay-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_trace(const std::string& name, const std::vector<parastack::stats::Observation>& trace,
+                          double before = 1e300) {
+    const auto path = (dir_ / name).string();
+    std::ofstream out(path);
+    for (const auto& o : trace) {
+      if (o.t < before) out << parastack::stats::format_trace_line(o) << "\n";
+    }
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+constexpr double kOnset = 1800;
+
+std::vector<parastack::stats::Observation> healthy_then_hang() {
+  parastack::sim::WorkloadShape shape;
+  for (const auto& s : parastack::sim::standard_shapes()) {
+    if (s.name == "solver-50ms") shape = s;
+  }
+  parastack::sim::Fault fault{parastack::sim::FaultKind::Computation, kOnset, {5}};
+  return parastack::sim::record_trace(shape, {}, 99, kOnset + 600, fault);
+}
+
+TEST_F(ReplayCli, ReportsTheHangAfterItsOnset) {
+  const auto path = write_trace("hang.jsonl", healthy_then_hang());
+  const auto result = run("replay --json " + path);
+  EXPECT_EQ(result.status, 3) << result.out;
+  const auto summary = last_json_line(result.out);
+  EXPECT_EQ(summary["verdict"], "hang");
+  EXPECT_GT(summary["detected_t"].get<double>(), kOnset);
+  EXPECT_GE(summary["onset_t"].get<double>(), kOnset - 10);
+  EXPECT_LT(summary["detected_t"].get<double>(), kOnset + 120);
+  EXPECT_LT(summary["model_ready_t"].get<double>(), kOnset);
+}
+
+TEST_F(ReplayCli, HealthyPartAloneReportsNoHang) {
+  const auto path = write_trace("healthy.jsonl", healthy_then_hang(), kOnset);
+  const auto result = run("replay --json " + path);
+  EXPECT_EQ(result.status, 0) << result.out;
+  const auto summary = last_json_line(result.out);
+  EXPECT_EQ(summary["verdict"], "no_hang");
+  EXPECT_TRUE(summary["detected_t"].is_null());
+  EXPECT_GT(summary["observations"].get<int>(), 1000);
+}
+
+TEST_F(ReplayCli, TextOutputShowsEveryDecisionAndTheVerdict) {
+  const auto path = write_trace("hang.jsonl", healthy_then_hang());
+  const auto result = run("replay " + path);
+  EXPECT_EQ(result.status, 3);
+  EXPECT_NE(result.out.find("runs test"), std::string::npos);
+  EXPECT_NE(result.out.find(" k="), std::string::npos);
+  EXPECT_NE(result.out.find("verdict: hang at t="), std::string::npos);
+}
+
+TEST_F(ReplayCli, PerTestBudgetNeedsFewerSuspicions) {
+  const auto path = write_trace("hang.jsonl", healthy_then_hang());
+  const auto per_job = last_json_line(run("replay --json --quiet " + path).out);
+  const auto per_test = last_json_line(run("replay --json --quiet --budget per-test " + path).out);
+  EXPECT_EQ(per_test["budget"], "per-test");
+  EXPECT_LT(per_test["k"].get<int>(), per_job["k"].get<int>());
+  EXPECT_LE(per_test["detected_t"].get<double>(), per_job["detected_t"].get<double>());
+}
+
+TEST_F(ReplayCli, BadInputGivesAClearErrorAndStatus2) {
+  auto missing = run("replay " + (dir_ / "nope.jsonl").string());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("cannot read"), std::string::npos) << missing.out;
+
+  const auto path = (dir_ / "bad.jsonl").string();
+  std::ofstream(path) << R"({"t":0.4,"set":0,"n_out":1,"n":10})" << "\n" << R"({"t":0.8,"set":0})" << "\n";
+  auto bad = run("replay " + path);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find(":2: missing field \"n_out\""), std::string::npos) << bad.out;
+
+  auto alpha = run("replay --alpha 2 " + path);
+  EXPECT_EQ(alpha.status, 2);
+  EXPECT_NE(alpha.out.find("--alpha"), std::string::npos) << alpha.out;
+}
+
+TEST_F(ReplayCli, SimulateWritesATraceThatReplays) {
+  const auto path = (dir_ / "sim.jsonl").string();
+  auto written = run("simulate --shape imbalanced --duration 3000 --hang-at 2000 --fault deadlock --trace-out " + path);
+  ASSERT_EQ(written.status, 0) << written.out;
+  const auto summary = last_json_line(run("replay --json --quiet " + path).out);
+  EXPECT_EQ(summary["verdict"], "hang");
+  EXPECT_GT(summary["detected_t"].get<double>(), 2000);
+}
+
+}  // namespace

@@ -1,0 +1,178 @@
+#include "parastack/stats/hang_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+
+namespace parastack::stats {
+namespace {
+
+// Feeds observations at the model's own schedule and turn order, like a monitor would.
+class Driver {
+ public:
+  explicit Driver(ModelConfig config = {}) : model(config) {}
+  Decision feed(int n_out, int n = 10) {
+    t += model.interval();
+    return model.observe({t, model.next_set(), n_out, n});
+  }
+  // Healthy samples: each of 10 ranks independently outside MPI with probability 0.5.
+  Decision feed_healthy() { return feed(binomial(rng)); }
+  HangModel model;
+  double t = 0;
+  std::mt19937_64 rng{42};
+  std::binomial_distribution<int> binomial{10, 0.5};
+};
+
+TEST(HangModel, BuildsBeforeTesting) {
+  Driver d;
+  const auto first = d.feed_healthy();
+  EXPECT_EQ(first.verdict, Verdict::Building);
+  EXPECT_FALSE(first.threshold.has_value());
+  EXPECT_FALSE(d.model.ready());
+}
+
+TEST(HangModel, NonRandomSamplingDoublesTheIntervalAndHalvesTheSamples) {
+  ModelConfig config;
+  config.sets = 1;
+  Driver d(config);
+  // The paper's non-random example, as n_out of 10 ranks.
+  const int example[] = {2, 1, 1, 2, 1, 1, 0, 0, 8, 9, 10, 8, 9, 1, 9, 9};
+  Decision last;
+  for (int n_out : example) last = d.feed(n_out);
+  ASSERT_TRUE(last.runs_test.has_value());
+  EXPECT_FALSE(last.runs_test->random);
+  EXPECT_TRUE(last.interval_doubled);
+  EXPECT_DOUBLE_EQ(d.model.interval(), 0.8);
+  EXPECT_EQ(last.model_samples, 8u);  // 16 samples thinned to 8
+}
+
+TEST(HangModel, IntervalStopsAtItsMaximum) {
+  ModelConfig config;
+  config.sets = 1;
+  config.max_interval = 1.6;
+  Driver d(config);
+  for (int i = 0; i < 16 * 10; ++i) d.feed(5);  // constant: never random
+  EXPECT_DOUBLE_EQ(d.model.interval(), 1.6);
+  EXPECT_FALSE(d.model.ready());
+}
+
+TEST(HangModel, AlternatesSetsEveryTurn) {
+  Driver d;
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(d.feed_healthy().observation.set, 0);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(d.feed_healthy().observation.set, 1);
+  EXPECT_EQ(d.feed_healthy().observation.set, 0);
+}
+
+TEST(HangModel, DetectsPersistentLowFractionAfterExactlyKSuspicions) {
+  Driver d;
+  while (!d.model.ready()) d.feed_healthy();
+  for (int i = 0; i < 200; ++i) d.feed_healthy();
+  // Switch to all-IN_MPI samples at the start of a turn and watch the streak grow.
+  while (d.model.next_set() != 0) d.feed_healthy();
+  const double onset = d.t + d.model.interval();
+  Decision decision;
+  int fed = 0;
+  do {
+    decision = d.feed(0);
+    ++fed;
+    ASSERT_TRUE(decision.threshold.has_value());
+    ASSERT_LT(fed, 200) << "no hang after 200 suspicions";
+  } while (decision.verdict == Verdict::Suspicion);
+  EXPECT_EQ(decision.verdict, Verdict::Hang);
+  EXPECT_EQ(decision.streak, fed);
+  EXPECT_EQ(decision.required_streak, required_streak(decision.threshold->q, decision.test_alpha));
+  EXPECT_EQ(decision.streak, decision.required_streak);
+  EXPECT_DOUBLE_EQ(decision.streak_onset, onset);
+}
+
+TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
+  Driver d;
+  while (!d.model.ready()) d.feed_healthy();
+  while (d.model.next_set() != 0) d.feed_healthy();
+  const auto before = d.feed(5);  // a non-suspicion, committed at once
+  const std::size_t committed = before.model_samples;
+  const auto s1 = d.feed(0);
+  const auto s2 = d.feed(0);
+  ASSERT_EQ(s2.verdict, Verdict::Suspicion);
+  EXPECT_EQ(s1.model_samples, committed);
+  EXPECT_EQ(s2.model_samples, committed);
+  EXPECT_EQ(s2.threshold->value, s1.threshold->value);  // frozen for the streak
+  const auto broken = d.feed(9);
+  EXPECT_EQ(broken.verdict, Verdict::Healthy);
+  EXPECT_EQ(broken.streak, 0);
+  EXPECT_EQ(broken.model_samples, std::min<std::size_t>(committed + 3, 2048));
+}
+
+TEST(HangModel, StreakOfOneSetSurvivesTheOtherSetsTurns) {
+  ModelConfig config;
+  config.observations_per_turn = 3;  // shorter than any k
+  Driver d(config);
+  while (!d.model.ready()) d.feed_healthy();
+  for (int i = 0; i < 300; ++i) d.feed_healthy();
+  // Set 1 holds a faulty rank (always OUT_MPI): its samples never look suspicious. Set 0 is hung.
+  Decision decision;
+  for (int i = 0; i < 600; ++i) {
+    decision = d.model.next_set() == 0 ? d.feed(0) : d.feed(1);
+    if (decision.verdict == Verdict::Hang) break;
+  }
+  EXPECT_EQ(decision.verdict, Verdict::Hang);
+  EXPECT_EQ(decision.observation.set, 0);
+  EXPECT_GT(decision.streak, config.observations_per_turn);
+}
+
+TEST(HangModel, ResumeAfterSlowdownRestartsTheStreak) {
+  Driver d;
+  while (!d.model.ready()) d.feed_healthy();
+  while (d.model.next_set() != 0) d.feed_healthy();
+  Decision decision;
+  do decision = d.feed(0);
+  while (decision.verdict != Verdict::Hang);
+  d.model.resume_after_slowdown(0);
+  const auto next = d.feed(0);
+  EXPECT_EQ(next.streak, 1);
+  EXPECT_EQ(next.verdict, Verdict::Suspicion);
+}
+
+TEST(HangModel, InvalidObservationsAreSkipped) {
+  HangModel model{ModelConfig{}};
+  EXPECT_EQ(model.observe({1, 0, 0, 0}).verdict, Verdict::Skipped);   // nobody classified
+  EXPECT_EQ(model.observe({1, 5, 1, 10}).verdict, Verdict::Skipped);  // no such set
+  EXPECT_EQ(model.observe({1, 0, 11, 10}).verdict, Verdict::Skipped);
+}
+
+TEST(HangModel, ConfigErrorsAreExplained) {
+  ModelConfig config;
+  EXPECT_FALSE(config_error(config).has_value());
+  config.alarm.alpha = 1.5;
+  EXPECT_TRUE(config_error(config).has_value());
+  EXPECT_THROW(HangModel{config}, std::invalid_argument);
+  config = {};
+  config.max_interval = 0.1;
+  EXPECT_TRUE(config_error(config).has_value());
+}
+
+// The reason for the per-job budget: on a long healthy stream of independent samples, the
+// paper's per-test rule raises alarms, the per-job budget does not.
+int alarms_on_healthy_stream(AlarmBudget budget) {
+  ModelConfig config;
+  config.alarm.budget = budget;
+  Driver d(config);
+  int alarms = 0;
+  for (int i = 0; i < 400'000; ++i) {  // about 44 hours at I = 0.4 s
+    const auto decision = d.feed_healthy();
+    if (decision.verdict == Verdict::Hang) {
+      ++alarms;
+      d.model.resume_after_slowdown(decision.observation.set);
+    }
+  }
+  return alarms;
+}
+
+TEST(HangModel, PerJobBudgetRemovesTheFalseAlarmsOfThePerTestRule) {
+  EXPECT_GT(alarms_on_healthy_stream(AlarmBudget::PerTest), 5);
+  EXPECT_EQ(alarms_on_healthy_stream(AlarmBudget::PerJob), 0);
+}
+
+}  // namespace
+}  // namespace parastack::stats

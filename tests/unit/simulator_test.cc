@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "parastack/sim/campaign.h"
+#include "parastack/sim/workload.h"
+
+namespace parastack::sim {
+namespace {
+
+WorkloadShape shape_named(const std::string& name) {
+  for (const auto& s : standard_shapes()) {
+    if (s.name == name) return s;
+  }
+  throw std::runtime_error("no shape " + name);
+}
+
+double out_fraction(const SyntheticJob& job, double from, double to, int samples = 20000) {
+  int out = 0;
+  for (int i = 0; i < samples; ++i) {
+    const double t = from + (to - from) * (i + 0.5) / samples;
+    out += job.is_out(i % job.shape().ranks, t) ? 1 : 0;
+  }
+  return static_cast<double>(out) / samples;
+}
+
+TEST(Simulator, HealthyJobSpendsItsComputeFractionOutsideMpi) {
+  const auto shape = shape_named("solver-50ms");
+  const SyntheticJob job(shape, 7, 3600, {});
+  // Compute fraction 0.6 of the cycle minus the start offset (mean 5% of the cycle).
+  EXPECT_NEAR(out_fraction(job, 10, 3500), 0.6, 0.05);
+}
+
+TEST(Simulator, SnapshotAgreesWithIsOut) {
+  const auto shape = shape_named("busy-wait");
+  const SyntheticJob job(shape, 3, 3600, {});
+  for (int i = 0; i < 5000; ++i) {
+    const double t = 1 + i * 0.0137;
+    const int rank = i % shape.ranks;
+    EXPECT_EQ(job.snapshot(rank, t).state == stats::RankState::OutMpi, job.is_out(rank, t));
+  }
+}
+
+TEST(Simulator, ComputationHangFreezesFaultyRanksOutsideAndOthersInside) {
+  const auto shape = shape_named("solver-50ms");
+  Fault fault{FaultKind::Computation, 100.0, {17}};
+  const SyntheticJob job(shape, 11, 3600, fault);
+  for (double t : {101.0, 150.0, 900.0}) {
+    EXPECT_EQ(job.snapshot(17, t).state, stats::RankState::OutMpi);
+    for (int r : {0, 16, 18, 2000, 4095}) {
+      const auto s = job.snapshot(r, t);
+      EXPECT_EQ(s.state, stats::RankState::InMpi) << "rank " << r << " t " << t;
+      EXPECT_EQ(s.mpi_function, r == 16 || r == 18 ? "MPI_Waitall" : "MPI_Allreduce");
+    }
+  }
+}
+
+TEST(Simulator, DeadlockLeavesEveryRankInsideMpi) {
+  const auto shape = shape_named("imbalanced");
+  const SyntheticJob job(shape, 5, 3600, Fault{FaultKind::Deadlock, 200.0, {}});
+  EXPECT_EQ(out_fraction(job, 202, 3000), 0.0);  // 2 s > one 0.5 s cycle after the onset
+  EXPECT_GT(out_fraction(job, 10, 190), 0.3);
+}
+
+TEST(Simulator, BusyWaitHangKeepsPollingMpiTest) {
+  const auto shape = shape_named("busy-wait");
+  const SyntheticJob job(shape, 9, 3600, Fault{FaultKind::Deadlock, 50.0, {}});
+  int in_test = 0, out = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const auto s = job.snapshot(i % shape.ranks, 60 + i * 0.01);
+    if (s.state == stats::RankState::OutMpi) ++out;
+    if (s.mpi_function == "MPI_Test") ++in_test;
+  }
+  EXPECT_EQ(in_test + out, 2000);
+  EXPECT_NEAR(out / 2000.0, shape.poll_out_fraction, 0.02);
+}
+
+TEST(Simulator, StragglerSlowdownLowersTheOutFraction) {
+  auto shape = shape_named("noisy");
+  shape.noise_per_hour = 0;
+  shape.slowdowns_per_hour = 40;
+  shape.slowdown_min_factor = shape.slowdown_max_factor = 10;
+  const SyntheticJob slowed(shape, 21, 3600, {});
+  shape.slowdowns_per_hour = 0;
+  const SyntheticJob steady(shape, 21, 3600, {});
+  ASSERT_GT(slowed.slowdown_count(), 10u);
+  EXPECT_LT(out_fraction(slowed, 0, 3600, 50000), out_fraction(steady, 0, 3600, 50000) - 0.1);
+}
+
+TEST(Simulator, HealthyJobRaisesNoAlarmAndHangIsFoundWithItsFaultyRank) {
+  CampaignConfig config;
+  const auto shape = shape_named("solver-50ms");
+  const auto healthy = run_job(shape, 0, config, 1, 4 * 3600, {});
+  EXPECT_FALSE(healthy.false_alarm);
+  EXPECT_TRUE(healthy.ready_at.has_value());
+  const auto hung = run_job(shape, 0, config, 2, 3600 + 1200, Fault{FaultKind::Computation, 1200, {321}});
+  ASSERT_TRUE(hung.detected);
+  EXPECT_TRUE(hung.hang_after_ready);
+  EXPECT_GT(hung.delay, 0);
+  EXPECT_TRUE(hung.type_correct);
+  EXPECT_TRUE(hung.faulty_found);
+  EXPECT_DOUBLE_EQ(hung.faulty_precision, 1.0);
+}
+
+TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
+  CampaignConfig config;
+  const auto hung = run_job(shape_named("stencil-1ms"), 0, config, 3, 5000,
+                            Fault{FaultKind::Deadlock, 1500, {}});
+  ASSERT_TRUE(hung.detected);
+  EXPECT_TRUE(hung.type_correct);
+}
+
+TEST(Simulator, CampaignsAreReproducible) {
+  CampaignConfig config;
+  config.healthy_hours_per_shape = 5;
+  config.hangs_per_shape = 4;
+  config.threads = 2;
+  const std::vector<WorkloadShape> shapes{shape_named("stencil-1ms"), shape_named("imbalanced")};
+  const auto a = run_campaign(shapes, config);
+  const auto b = run_campaign(shapes, config);
+  ASSERT_EQ(a.size(), 2u);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].delays, b[i].delays);
+    EXPECT_EQ(a[i].hangs, 4);
+    EXPECT_GE(a[i].healthy_hours, 5);
+  }
+}
+
+}  // namespace
+}  // namespace parastack::sim
