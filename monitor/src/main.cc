@@ -22,6 +22,17 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
           "per-test is the paper's rule")
       ->check(CLI::IsMember({"per-job", "per-test"}))
       ->default_str("per-job");
+  command
+      .add_option_function<std::string>(
+          "--thresholds",
+          [&config](const std::string& value) {
+            config.thresholds =
+                value == "paper" ? stats::ThresholdRule::Paper : stats::ThresholdRule::EveryValue;
+          },
+          "Suspicion thresholds tested: every-value (every sample value, alpha split) or paper "
+          "(the tightest ladder step's only)")
+      ->check(CLI::IsMember({"every-value", "paper"}))
+      ->default_str("every-value");
   command.add_option("--horizon", config.alarm.horizon_seconds,
                      "Job length in seconds the per-job budget is planned for (longer jobs stay "
                      "covered)")

@@ -16,7 +16,7 @@ namespace {
 struct SimulateOptions {
   sim::CampaignConfig campaign;
   std::vector<std::string> shapes;  // empty: all standard shapes
-  std::string budgets = "per-job";  // per-job | per-test | both
+  std::vector<std::string> modes{"default"};
   // Single-job trace mode.
   std::string trace_out;
   double duration = 3600;
@@ -74,22 +74,38 @@ int emit_trace(const SimulateOptions& options) {
   return kExitOk;
 }
 
+// The model variants a campaign can compare: the default, the paper's rule, and the two halfway
+// points that isolate what the per-job budget and the every-value thresholds each change.
+struct Mode {
+  const char* name;
+  stats::AlarmBudget budget;
+  stats::ThresholdRule thresholds;
+};
+constexpr Mode kModes[] = {
+    {"default", stats::AlarmBudget::PerJob, stats::ThresholdRule::EveryValue},
+    {"paper", stats::AlarmBudget::PerTest, stats::ThresholdRule::Paper},
+    {"per-job+paper-thresholds", stats::AlarmBudget::PerJob, stats::ThresholdRule::Paper},
+    {"per-test+every-value", stats::AlarmBudget::PerTest, stats::ThresholdRule::EveryValue},
+};
+
 int run_campaigns(const SimulateOptions& options) {
   const auto shapes = selected_shapes(options.shapes);
-  std::vector<stats::AlarmBudget> budgets;
-  if (options.budgets == "per-job" || options.budgets == "both") budgets.push_back(stats::AlarmBudget::PerJob);
-  if (options.budgets == "per-test" || options.budgets == "both") budgets.push_back(stats::AlarmBudget::PerTest);
-  for (auto budget : budgets) {
+  for (const auto& name : options.modes) {
+    const auto* mode = std::find_if(std::begin(kModes), std::end(kModes),
+                                    [&](const Mode& m) { return name == m.name; });
     auto config = options.campaign;
-    config.model.alarm.budget = budget;
+    config.model.alarm.budget = mode->budget;
+    config.model.thresholds = mode->thresholds;
     const auto start = std::chrono::steady_clock::now();
     const auto summaries = sim::run_campaign(shapes, config);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("\n## alpha = %g, budget %s (horizon %.0f h), C = %d per set, %d sets, seed %llu\n\n",
-                config.model.alarm.alpha, std::string(stats::to_string(budget)).c_str(),
-                config.model.alarm.horizon_seconds / 3600, config.sampled_ranks, config.model.sets,
-                static_cast<unsigned long long>(config.seed));
+    std::printf("\n## mode %s: alpha = %g %s (horizon %.0f h), thresholds %s, C = %d per set, %d "
+                "sets, seed %llu\n\n",
+                mode->name, config.model.alarm.alpha, std::string(stats::to_string(mode->budget)).c_str(),
+                config.model.alarm.horizon_seconds / 3600,
+                std::string(stats::to_string(mode->thresholds)).c_str(), config.sampled_ranks,
+                config.model.sets, static_cast<unsigned long long>(config.seed));
     std::fputs(sim::format_summary_table(summaries).c_str(), stdout);
     std::printf("\n(simulated in %.1f s of wall time)\n", seconds);
     std::fflush(stdout);
@@ -116,8 +132,13 @@ std::function<int()> add_simulate_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))->capture_default_str();
   command->add_option("--threads", c.threads, "Worker threads (0: one per core)")->capture_default_str();
   command->add_option("--shape", options->shapes, "Workload shape(s) to run (default: all)");
-  command->add_option("--budgets", options->budgets, "per-job, per-test or both")
-      ->check(CLI::IsMember({"per-job", "per-test", "both"}))->capture_default_str();
+  command->add_option("--modes", options->modes,
+                      "Model variants to compare: default (per-job budget, every-value "
+                      "thresholds), paper (per-test, one threshold), per-job+paper-thresholds, "
+                      "per-test+every-value")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"default", "paper", "per-job+paper-thresholds", "per-test+every-value"}))
+      ->capture_default_str();
   command->add_option("--trace-out", options->trace_out,
                       "Write one synthetic job's trace (JSON Lines) instead of running a campaign");
   command->add_option("--duration", options->duration, "Trace mode: job length, seconds")

@@ -20,6 +20,10 @@ std::optional<std::string> config_error(const ModelConfig& c) {
   return std::nullopt;
 }
 
+std::string_view to_string(ThresholdRule rule) {
+  return rule == ThresholdRule::Paper ? "paper" : "every-value";
+}
+
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
     case Verdict::Skipped: return "skipped";
@@ -43,11 +47,14 @@ int HangModel::next_set() const {
 void HangModel::end_streak(SetModel& set) {
   for (double sample : set.held_back) set.samples.add(sample);
   set.held_back.clear();
-  set.frozen.reset();
+  set.frozen.clear();
+  set.streaks.clear();
 }
 
 void HangModel::resume_after_slowdown(int set) {
-  if (set >= 0 && set < config_.sets) end_streak(sets_[set]);
+  if (set < 0 || set >= config_.sets) return;
+  sets_[set].held_back.clear();
+  end_streak(sets_[set]);
 }
 
 void HangModel::double_interval() {
@@ -93,8 +100,15 @@ Decision HangModel::observe(const Observation& observation) {
     }
   }
 
-  const auto threshold = set.frozen ? set.frozen : choose_threshold(set.samples);
-  if (!set.random || !threshold) {
+  std::vector<SuspicionThreshold> thresholds = set.frozen;
+  if (thresholds.empty()) {
+    if (config_.thresholds == ThresholdRule::EveryValue) {
+      thresholds = every_value_thresholds(set.samples);
+    } else if (auto tightest = choose_threshold(set.samples)) {
+      thresholds.push_back(*tightest);
+    }
+  }
+  if (!set.random || thresholds.empty()) {
     set.samples.add(sample);
     decision.model_samples = set.samples.size();
     decision.verdict = Verdict::Building;
@@ -112,20 +126,41 @@ Decision HangModel::observe(const Observation& observation) {
     }
   }
 
-  decision.threshold = threshold;
-  decision.test_alpha = test_alpha(config_.alarm, tests_++, tests_per_horizon_);
-  decision.required_streak = required_streak(threshold->q, decision.test_alpha);
-  // Both sides are n_out/n quotients; the slack only absorbs rounding between different n.
-  if (sample <= threshold->value + 1e-12) {
-    if (set.held_back.empty()) {
-      set.frozen = threshold;
-      set.streak_onset = observation.t;
+  const std::size_t count = thresholds.size();
+  decision.thresholds_tested = static_cast<int>(count);
+  decision.test_alpha =
+      test_alpha(config_.alarm, tests_++, tests_per_horizon_) / static_cast<double>(count);
+  if (set.streaks.size() != count) {
+    set.streaks.assign(count, 0);
+    set.onsets.assign(count, observation.t);
+  }
+  bool suspicion = false, fired = false;
+  std::size_t reported = 0;
+  double closest = -1;
+  for (std::size_t j = 0; j < count; ++j) {
+    // Both sides are n_out/n quotients; the slack only absorbs rounding between different n.
+    if (sample <= thresholds[j].value + 1e-12) {
+      if (set.streaks[j]++ == 0) set.onsets[j] = observation.t;
+      suspicion = true;
+    } else {
+      set.streaks[j] = 0;
     }
+    const int k = required_streak(thresholds[j].q, decision.test_alpha);
+    const double progress = static_cast<double>(set.streaks[j]) / k;
+    if (!fired && (set.streaks[j] >= k || progress > closest)) {
+      reported = j;
+      closest = progress;
+      fired = set.streaks[j] >= k;
+      decision.required_streak = k;
+    }
+  }
+  decision.threshold = thresholds[reported];
+  if (suspicion) {
+    if (set.frozen.empty()) set.frozen = thresholds;
     set.held_back.push_back(sample);
-    decision.streak = static_cast<int>(set.held_back.size());
-    decision.streak_onset = set.streak_onset;
-    decision.verdict =
-        decision.streak >= decision.required_streak ? Verdict::Hang : Verdict::Suspicion;
+    decision.streak = set.streaks[reported];
+    decision.streak_onset = set.onsets[reported];
+    decision.verdict = fired ? Verdict::Hang : Verdict::Suspicion;
   } else {
     end_streak(set);
     set.samples.add(sample);

@@ -41,41 +41,72 @@ LadderPoint optimal_point(double tolerance) {
   return {tolerance, p, min_sample_size(p, tolerance)};
 }
 
-std::optional<SuspicionThreshold> choose_threshold(const EmpiricalDistribution& samples) {
-  if (samples.empty()) return std::nullopt;
+namespace {
+
+// The threshold of one ladder step, or nullopt when the samples do not justify it.
+std::optional<SuspicionThreshold> step_threshold(const LadderPoint& step,
+                                                 const EmpiricalDistribution& samples) {
   const double n = static_cast<double>(samples.size());
-  const auto& cumulative = samples.cumulative();
-  // Tightest tolerance first: the smaller e, the closer q is to the true p and the faster a hang
-  // is confirmed. The ladder is fixed, so its optimal points are computed once.
-  static const auto kOptimal = [] {
-    std::array<LadderPoint, kToleranceLadder.size()> points{};
-    for (std::size_t i = 0; i < points.size(); ++i) points[i] = optimal_point(kToleranceLadder[i]);
-    return points;
-  }();
-  for (auto step = kOptimal.rbegin(); step != kOptimal.rend(); ++step) {
-    // t1: the largest value with F_n < p̂_m; t2: the smallest value with F_n >= p̂_m.
-    std::optional<Candidate> below, above;
-    for (const auto& [value, count_at_or_below] : cumulative) {
-      const double f = static_cast<double>(count_at_or_below) / n;
-      Candidate candidate{value, f, min_sample_size(f, step->tolerance)};
-      if (f < step->p) {
-        below = candidate;
-      } else {
-        above = candidate;
-        break;
-      }
-    }
-    std::array<std::optional<Candidate>, 2> order{below, above};
-    if (below && above && above->n_required < below->n_required) std::swap(order[0], order[1]);
-    for (const auto& candidate : order) {
-      if (!candidate || candidate->n_required > n) continue;
-      const double q = candidate->p_hat + step->tolerance;
-      if (q >= 1) continue;
-      return SuspicionThreshold{step->tolerance, candidate->value, candidate->p_hat,
-                                candidate->n_required, q};
+  // t1: the largest value with F_n < p̂_m; t2: the smallest value with F_n >= p̂_m.
+  std::optional<Candidate> below, above;
+  for (const auto& [value, count_at_or_below] : samples.cumulative()) {
+    const double f = static_cast<double>(count_at_or_below) / n;
+    Candidate candidate{value, f, min_sample_size(f, step.tolerance)};
+    if (f < step.p) {
+      below = candidate;
+    } else {
+      above = candidate;
+      break;
     }
   }
+  std::array<std::optional<Candidate>, 2> order{below, above};
+  if (below && above && above->n_required < below->n_required) std::swap(order[0], order[1]);
+  for (const auto& candidate : order) {
+    if (!candidate || candidate->n_required > n) continue;
+    const double q = candidate->p_hat + step.tolerance;
+    if (q >= 1) continue;
+    return SuspicionThreshold{step.tolerance, candidate->value, candidate->p_hat,
+                              candidate->n_required, q};
+  }
   return std::nullopt;
+}
+
+// Tightest tolerance first: the smaller e, the closer q is to the true p and the faster a hang
+// is confirmed. The ladder is fixed, so its optimal points are computed once.
+const std::array<LadderPoint, kToleranceLadder.size()>& tightest_first() {
+  static const auto points = [] {
+    std::array<LadderPoint, kToleranceLadder.size()> result{};
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      result[i] = optimal_point(kToleranceLadder[kToleranceLadder.size() - 1 - i]);
+    }
+    return result;
+  }();
+  return points;
+}
+
+}  // namespace
+
+std::optional<SuspicionThreshold> choose_threshold(const EmpiricalDistribution& samples) {
+  if (samples.empty()) return std::nullopt;
+  for (const auto& step : tightest_first()) {
+    if (auto threshold = step_threshold(step, samples)) return threshold;
+  }
+  return std::nullopt;
+}
+
+std::vector<SuspicionThreshold> every_value_thresholds(const EmpiricalDistribution& samples) {
+  std::vector<SuspicionThreshold> thresholds;
+  const double n = static_cast<double>(samples.size());
+  for (const auto& [value, count_at_or_below] : samples.cumulative()) {
+    const double p_hat = static_cast<double>(count_at_or_below) / n;
+    for (auto e = kToleranceLadder.rbegin(); e != kToleranceLadder.rend(); ++e) {
+      const double needed = min_sample_size(p_hat, *e);
+      if (needed > n) continue;
+      if (p_hat + *e < 1) thresholds.push_back({*e, value, p_hat, needed, p_hat + *e});
+      break;
+    }
+  }
+  return thresholds;
 }
 
 int required_streak(double q, double alpha) {

@@ -90,7 +90,8 @@ TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   Driver d;
   while (!d.model.ready()) d.feed_healthy();
   while (d.model.next_set() != 0) d.feed_healthy();
-  const auto before = d.feed(5);  // a non-suspicion, committed at once
+  // S = 1 is never a suspicion: a threshold at the largest value would have F = 1 and q >= 1.
+  const auto before = d.feed(10);  // committed at once
   const std::size_t committed = before.model_samples;
   const auto s1 = d.feed(0);
   const auto s2 = d.feed(0);
@@ -98,7 +99,9 @@ TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   EXPECT_EQ(s1.model_samples, committed);
   EXPECT_EQ(s2.model_samples, committed);
   EXPECT_EQ(s2.threshold->value, s1.threshold->value);  // frozen for the streak
-  const auto broken = d.feed(9);
+  EXPECT_EQ(s2.thresholds_tested, s1.thresholds_tested);
+  EXPECT_GT(s2.thresholds_tested, 1);  // every sample value is under test
+  const auto broken = d.feed(10);
   EXPECT_EQ(broken.verdict, Verdict::Healthy);
   EXPECT_EQ(broken.streak, 0);
   EXPECT_EQ(broken.model_samples, std::min<std::size_t>(committed + 3, 2048));
@@ -128,10 +131,62 @@ TEST(HangModel, ResumeAfterSlowdownRestartsTheStreak) {
   Decision decision;
   do decision = d.feed(0);
   while (decision.verdict != Verdict::Hang);
+  const std::size_t before = decision.model_samples;
   d.model.resume_after_slowdown(0);
   const auto next = d.feed(0);
   EXPECT_EQ(next.streak, 1);
   EXPECT_EQ(next.verdict, Verdict::Suspicion);
+  // The new one-sample streak and the healthy sample join the model; the k dropped ones do not.
+  EXPECT_EQ(d.feed(10).model_samples, before + 2);
+}
+
+TEST(HangModel, PaperRuleTestsOnlyTheTightestThreshold) {
+  ModelConfig config;
+  config.thresholds = ThresholdRule::Paper;
+  Driver paper(config);
+  Driver ladder;
+  Decision a, b;
+  for (int i = 0; i < 2000; ++i) {
+    a = paper.feed_healthy();
+    b = ladder.feed_healthy();
+  }
+  ASSERT_EQ(a.verdict == Verdict::Building, false);
+  EXPECT_EQ(a.thresholds_tested, 1);
+  EXPECT_DOUBLE_EQ(a.threshold->tolerance, 0.05);
+  EXPECT_GT(b.thresholds_tested, 1);
+  EXPECT_DOUBLE_EQ(b.test_alpha * b.thresholds_tested, a.test_alpha);  // alpha is split
+  for (int i = 0; i < 30; ++i) b = ladder.feed(0);  // a streak: report the threshold that fires
+  EXPECT_EQ(b.verdict, Verdict::Hang);
+}
+
+// A busy-waiting hang: ranks poll MPI_Test and are seen in their own loop 5% of the time, so S is
+// often 0.1 or 0.2, rarely 0 for long. Testing every value still confirms it.
+TEST(HangModel, LadderConfirmsAHangWhoseFractionStaysLowButNotZero) {
+  auto hang_after = [](ThresholdRule rule) {
+    ModelConfig config;
+    config.thresholds = rule;
+    Driver d(config);
+    // Healthy: 30% of the time every sampled rank waits in a collective (S = 0), so the tightest
+    // step's threshold is S <= 0.
+    std::bernoulli_distribution collective{0.3};
+    for (int i = 0; i < 3000; ++i) {
+      if (collective(d.rng)) {
+        d.feed(0);
+      } else {
+        d.feed_healthy();
+      }
+    }
+    std::binomial_distribution<int> polling{10, 0.05};
+    for (int i = 1; i <= 5000; ++i) {
+      if (d.feed(polling(d.rng)).verdict == Verdict::Hang) return i;
+    }
+    return -1;
+  };
+  const int ladder = hang_after(ThresholdRule::EveryValue);
+  EXPECT_GT(ladder, 0);
+  EXPECT_LT(ladder, 100);
+  const int tightest = hang_after(ThresholdRule::Paper);
+  EXPECT_TRUE(tightest < 0 || tightest > ladder) << "tightest " << tightest << " vs ladder " << ladder;
 }
 
 TEST(HangModel, InvalidObservationsAreSkipped) {

@@ -99,6 +99,23 @@ TEST(SuspicionThreshold, CandidateWithQAtLeastOneIsSkipped) {
   EXPECT_NEAR(t->q, 0.95, 1e-12);
 }
 
+TEST(SuspicionThreshold, EveryValueGetsTheTightestJustifiedTolerance) {
+  // 400 samples: F(0) = 0.02 needs 250 samples at any e (5/p); F(0.1) = 0.15 is justified at
+  // e = 0.05 (196 needed); F(0.5) = 1 can never be a threshold.
+  const auto thresholds = every_value_thresholds(samples_with({{0.0, 8}, {0.1, 52}, {0.5, 340}}));
+  ASSERT_EQ(thresholds.size(), 2u);
+  EXPECT_DOUBLE_EQ(thresholds[0].value, 0.0);
+  EXPECT_DOUBLE_EQ(thresholds[0].tolerance, 0.05);
+  EXPECT_DOUBLE_EQ(thresholds[0].q, 0.07);
+  EXPECT_DOUBLE_EQ(thresholds[1].value, 0.1);
+  EXPECT_DOUBLE_EQ(thresholds[1].q, 0.2);
+  // With 30 samples the same shape justifies only looser tolerances, or nothing.
+  const auto few = every_value_thresholds(samples_with({{0.0, 1}, {0.1, 4}, {0.5, 25}}));
+  ASSERT_EQ(few.size(), 1u);  // F(0) = 1/30 needs 150 samples
+  EXPECT_DOUBLE_EQ(few[0].value, 0.1);
+  EXPECT_DOUBLE_EQ(few[0].tolerance, 0.2);  // n(1/6, 0.1) = 53 > 30, n(1/6, 0.2) = 30 <= 30
+}
+
 TEST(EmpiricalDistribution, CdfWindowAndThinning) {
   EmpiricalDistribution d(4);
   for (double v : {0.1, 0.2, 0.3, 0.4, 0.5}) d.add(v);  // 0.1 is forgotten

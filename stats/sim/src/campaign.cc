@@ -83,6 +83,7 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
   stats::HangModel model(config.model);
   SplitMix rng(mix64(job_seed ^ 0xa5a5a5a5ULL));
   const auto sets = choose_sets(shape.ranks, config.model.sets, config.sampled_ranks, rng);
+  // Sample times of each set's running streak (all suspicious samples since the last healthy one).
   std::vector<std::vector<double>> streak_times(sets.size());
 
   double t = 0;
@@ -98,10 +99,10 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
     ++outcome.observations;
     if (!outcome.ready_at && model.ready()) outcome.ready_at = model.ready_since();
     auto& times = streak_times[set];
-    if (decision.streak == 0) times.clear();
-    if (decision.streak > 0) {
-      if (decision.streak == 1) times.clear();
+    if (decision.verdict == stats::Verdict::Suspicion || decision.verdict == stats::Verdict::Hang) {
       times.push_back(t);
+    } else {
+      times.clear();
     }
     if (decision.verdict != stats::Verdict::Hang) continue;
     if (trace) {  // recording only: carry on as the `report` action would
@@ -109,20 +110,23 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
       continue;
     }
 
-    ++outcome.model_alarms;
-    // Verification (§3.3): the targets' states at every sample of the streak, then two fresh
-    // snapshots half an interval apart; any progress means a transient slowdown.
+    const bool hung = outcome.hang_job && t >= fault.onset;
+    ++(hung ? outcome.hang_rejected : outcome.healthy_alarms);
+    // Verification (§3.3): the targets' states at every sample of the streak that fired (the
+    // stacks the monitor took anyway), then two fresh snapshots half an interval apart; any
+    // progress means a transient slowdown.
     const double half = model.interval() / 2;
+    const auto fired_from = std::lower_bound(times.begin(), times.end(), decision.streak_onset);
     std::vector<std::vector<stats::RankSnapshot>> series;
     for (int rank : sets[set]) {
       auto& s = series.emplace_back();
-      for (double when : times) s.push_back(job.snapshot(rank, when));
+      for (auto when = fired_from; when != times.end(); ++when) s.push_back(job.snapshot(rank, *when));
       s.push_back(job.snapshot(rank, t + half));
       s.push_back(job.snapshot(rank, t + 2 * half));
     }
     const double confirmed_at = t + 2 * half;
     if (stats::find_progress(series)) {
-      ++outcome.slowdowns_rejected;
+      if (!hung) ++outcome.healthy_rejected;
       model.resume_after_slowdown(set);
       times.clear();
       t = confirmed_at;
@@ -133,6 +137,7 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
       outcome.healthy_seconds = confirmed_at;
       return outcome;
     }
+    --outcome.hang_rejected;  // this alarm was confirmed, not rejected
     outcome.detected = true;
     outcome.delay = confirmed_at - fault.onset;
     // Faulty-rank identification (§4): all ranks, several checks, persistently OUT_MPI.
@@ -202,8 +207,9 @@ std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
     auto& s = summaries[o.shape];
     s.healthy_hours += o.healthy_seconds / 3600;
     s.false_alarms += o.false_alarm ? 1 : 0;
-    s.slowdowns_rejected += o.slowdowns_rejected;
-    s.model_alarms_healthy += o.model_alarms - (o.detected ? 1 : 0);
+    s.healthy_alarms += o.healthy_alarms;
+    s.healthy_rejected += o.healthy_rejected;
+    s.hang_rejected += o.hang_rejected;
     if (o.ready_at) s.ready_times.push_back(*o.ready_at);
     if (!o.hang_job) continue;
     ++s.hangs;
@@ -238,10 +244,10 @@ double percentile(std::vector<double> values, double fraction) {
 
 std::string format_summary_table(const std::vector<ShapeSummary>& summaries) {
   std::string out =
-      "| workload | ranks | healthy job-h | false alarms | per 1000 h | model alarms rejected as "
-      "slowdown | hangs | after model | detected (after model) | accuracy | delay p50 s | delay p95 "
-      "s | model built p50 s | hang type ok | AC_f | PR_f |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| workload | ranks | healthy job-h | model alarms | of which slowdowns | false alarms | per 1000 "
+      "h | hangs | after model | detected | accuracy | delay p50 s | delay p95 s | hang alarms "
+      "judged slowdown | model built p50 s | hang type ok | AC_f | PR_f |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   char line[512];
   ShapeSummary total;
   total.name = "**all**";
@@ -251,18 +257,21 @@ std::string format_summary_table(const std::vector<ShapeSummary>& summaries) {
       const double ac_f = r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : std::nan("");
       const double pr_f = r.computation_detected ? r.precision_sum / r.computation_detected : std::nan("");
       std::snprintf(line, sizeof line,
-                    "| %s | %s | %.0f | %d | %.3f | %d | %d | %d | %d | %.2f%% | %.1f | %.1f | %.0f | %d/%d | %.3f | %.3f |\n",
+                    "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %d | %.0f | %d/%d | %.3f | %.3f |\n",
                     r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours,
-                    r.false_alarms, 1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9),
-                    r.slowdowns_rejected, r.hangs, r.hangs_after_ready, r.detected_after_ready,
-                    accuracy, percentile(r.delays, 0.5), percentile(r.delays, 0.95),
+                    r.healthy_alarms, r.healthy_rejected, r.false_alarms,
+                    1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
+                    r.hangs_after_ready, r.detected_after_ready, accuracy,
+                    percentile(r.delays, 0.5), percentile(r.delays, 0.95), r.hang_rejected,
                     percentile(r.ready_times, 0.5), r.type_correct, r.detected, ac_f, pr_f);
       out += line;
     };
     row(s, false);
     total.healthy_hours += s.healthy_hours;
     total.false_alarms += s.false_alarms;
-    total.slowdowns_rejected += s.slowdowns_rejected;
+    total.healthy_alarms += s.healthy_alarms;
+    total.healthy_rejected += s.healthy_rejected;
+    total.hang_rejected += s.hang_rejected;
     total.hangs += s.hangs;
     total.hangs_after_ready += s.hangs_after_ready;
     total.detected_after_ready += s.detected_after_ready;

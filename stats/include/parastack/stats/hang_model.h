@@ -10,6 +10,8 @@
 //   and a hang cannot drag the threshold after itself. They join the model once the streak breaks.
 // - The model keeps the most recent `window` samples per set, so it follows phase changes.
 // - Detection needs the set's sampling to have passed the runs test at the current interval.
+// - By default every sample value is a threshold, each with its own streak, tested at alpha divided
+//   by their number (a union bound); the paper tests one threshold.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +29,16 @@
 
 namespace parastack::stats {
 
+// Which suspicion thresholds the geometric test runs on.
+enum class ThresholdRule {
+  Paper,       // the tightest justified ladder step's sub-optimal point only (§3.2)
+  EveryValue,  // every sample value, alpha split between them (default; docs/statistics.md)
+};
+std::string_view to_string(ThresholdRule rule);
+
 struct ModelConfig {
   AlarmPolicy alarm;
+  ThresholdRule thresholds = ThresholdRule::EveryValue;
   int sets = 2;                     // disjoint monitored sets (§3.3, corner case)
   int observations_per_turn = 30;   // a set is sampled this many times before the next one
   double initial_interval = 0.4;    // I, seconds (§3.3)
@@ -55,11 +65,13 @@ struct Decision {
   Verdict verdict = Verdict::Skipped;
   double interval = 0;                        // I after this observation
   std::size_t model_samples = 0;              // committed samples in this set's model
+  // The threshold reported: the one that fired, else the one closest to firing (streak / k).
   std::optional<SuspicionThreshold> threshold;
-  double test_alpha = 0;                      // significance this test was run at
-  int required_streak = 0;                    // k (0 when no test ran)
-  int streak = 0;                             // consecutive suspicions of this set
-  double streak_onset = 0;                    // t of the streak's first suspicion
+  int thresholds_tested = 0;                  // thresholds under test (alpha is split over them)
+  double test_alpha = 0;                      // significance of each threshold's test
+  int required_streak = 0;                    // k for the reported threshold (0 when no test ran)
+  int streak = 0;                             // consecutive suspicions below that threshold
+  double streak_onset = 0;                    // t of that streak's first suspicion
   std::optional<RunsTestResult> runs_test;    // when a runs test ran on this observation
   bool interval_doubled = false;
 };
@@ -70,8 +82,9 @@ class HangModel {
 
   Decision observe(const Observation& observation);
 
-  // After a Hang decision that the caller's verification judged a transient slowdown: the held-back
-  // streak joins the model and the streak restarts.
+  // After a Hang decision that the caller's verification judged a transient slowdown: the streak
+  // restarts, and its held-back samples are dropped, so that a hang wrongly judged a slowdown can
+  // never teach the model that a hung S is normal.
   void resume_after_slowdown(int set);
 
   double interval() const { return interval_; }
@@ -91,9 +104,10 @@ class HangModel {
     std::vector<double> runs_window;
     bool random = false;
     std::optional<double> testing_since;
-    std::optional<SuspicionThreshold> frozen;  // threshold of the running streak
-    std::vector<double> held_back;             // the running streak's samples
-    double streak_onset = 0;
+    std::vector<SuspicionThreshold> frozen;  // thresholds of the running streak
+    std::vector<int> streaks;                // consecutive samples <= each frozen threshold
+    std::vector<double> onsets;              // when each of those streaks began
+    std::vector<double> held_back;           // the running streak's samples
   };
 
   void end_streak(SetModel& set);

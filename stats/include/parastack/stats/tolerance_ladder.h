@@ -11,6 +11,7 @@
 
 #include <array>
 #include <optional>
+#include <vector>
 
 namespace parastack::stats {
 
@@ -42,6 +43,12 @@ struct SuspicionThreshold {
 // is justified by the sample count and gives q < 1; nullopt while no step is (the model is not
 // built yet). If the preferred candidate has q >= 1 the other one is tried (see docs/statistics.md).
 std::optional<SuspicionThreshold> choose_threshold(const EmpiricalDistribution& samples);
+
+// Every sample value v as a threshold, with p̂ = F_n(v) and the tightest ladder tolerance e that
+// the sample count justifies for that p̂ (n >= n(p̂, e)), q = p̂ + e < 1. Ascending by value.
+// Testing all of them (alpha split between them) confirms hangs whose S stays low but not below
+// the paper's single threshold, e.g. busy-waiting codes (docs/statistics.md).
+std::vector<SuspicionThreshold> every_value_thresholds(const EmpiricalDistribution& samples);
 
 // Geometric significance test: the number of consecutive suspicions k = ceil(log_q alpha) at which
 // P(Y >= k | healthy) = q^k <= alpha. Requires 0 < q < 1 and 0 < alpha < 1.

@@ -36,8 +36,9 @@ struct JobOutcome {
   bool hang_job = false;
   double healthy_seconds = 0;     // time watched before any hang onset
   std::uint64_t observations = 0;
-  int model_alarms = 0;           // alarms the model raised (before verification)
-  int slowdowns_rejected = 0;     // of which the verification found progress
+  int healthy_alarms = 0;         // model alarms on healthy time (before verification)
+  int healthy_rejected = 0;       // of which the verification found progress (slowdowns)
+  int hang_rejected = 0;          // alarms during a hang that verification judged slowdowns
   bool false_alarm = false;       // a hang verdict on a healthy job (or before the onset)
   std::optional<double> ready_at; // model built (every set can test)
   FaultKind fault = FaultKind::None;
@@ -55,8 +56,9 @@ struct ShapeSummary {
   int ranks = 0;
   double healthy_hours = 0;       // healthy jobs plus the healthy part of hang jobs
   int false_alarms = 0;
-  int model_alarms_healthy = 0;   // model alarms on healthy time, before verification
-  int slowdowns_rejected = 0;
+  int healthy_alarms = 0;         // model alarms on healthy time, before verification
+  int healthy_rejected = 0;       // of which verification found progress
+  int hang_rejected = 0;          // alarms on hung jobs that verification wrongly rejected
   int hangs = 0, hangs_after_ready = 0, detected_after_ready = 0, detected = 0;
   int computation_detected = 0, faulty_found = 0;
   double precision_sum = 0;
