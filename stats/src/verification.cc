@@ -69,6 +69,17 @@ std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<Rank
   return std::nullopt;
 }
 
+std::optional<std::size_t> find_io_progress(const std::vector<std::optional<std::uint64_t>>& before,
+                                            const std::vector<std::optional<std::uint64_t>>& after,
+                                            std::uint64_t min_bytes) {
+  for (std::size_t r = 0; r < std::min(before.size(), after.size()); ++r) {
+    if (before[r] && after[r] && *after[r] >= *before[r] && *after[r] - *before[r] >= min_bytes) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<int> persistently_out_ranks(const std::vector<std::vector<RankState>>& checks) {
   std::vector<int> faulty;
   if (checks.empty()) return faulty;

@@ -87,6 +87,22 @@ TEST(Simulator, StragglerSlowdownLowersTheOutFraction) {
   EXPECT_LT(out_fraction(slowed, 0, 3600, 50000), out_fraction(steady, 0, 3600, 50000) - 0.1);
 }
 
+TEST(Simulator, CheckpointHoldsEveryRankInCollectiveIo) {
+  auto shape = shape_named("checkpoint");
+  shape.checkpoints_per_hour = 60;
+  const SyntheticJob job(shape, 4, 3600, {});
+  // Scan for stretches where every sampled rank is in MPI_File_write_all: they must exist, and
+  // outside them the job computes as usual.
+  int in_io = 0, out = 0;
+  for (int i = 0; i < 36000; ++i) {
+    const auto s = job.snapshot(i % shape.ranks, i * 0.1);
+    in_io += s.mpi_function == "MPI_File_write_all" ? 1 : 0;
+    out += s.state == stats::RankState::OutMpi ? 1 : 0;
+  }
+  EXPECT_GT(in_io, 36000 / 10);
+  EXPECT_GT(out, 36000 / 4);
+}
+
 TEST(Simulator, HealthyJobRaisesNoAlarmAndHangIsFoundWithItsFaultyRank) {
   CampaignConfig config;
   const auto shape = shape_named("solver-50ms");

@@ -52,6 +52,15 @@ TEST(Verification, UnknownSnapshotsAreSkippedNotCounted) {
   EXPECT_TRUE(find_progress({{in("MPI_Wait"), unknown(), in("MPI_Bcast")}}));
 }
 
+TEST(Verification, IoProgressOfAnyRankMeansTheJobIsWorking) {
+  using Counts = std::vector<std::optional<std::uint64_t>>;
+  const Counts before{100, 5000, std::nullopt, 7};
+  EXPECT_FALSE(find_io_progress(before, Counts{100, 5000 + 4096, 1u << 30, 7}));  // small, unknown
+  EXPECT_EQ(find_io_progress(before, Counts{100, 5000, std::nullopt, 7 + (1u << 20)}), 3u);
+  EXPECT_EQ(find_io_progress(before, Counts{100, 9000, std::nullopt, 7}, 4000), 1u);
+  EXPECT_FALSE(find_io_progress(before, Counts{0, 0, 0, 0}));  // counters never go back: a new pid
+}
+
 TEST(Verification, FaultyRanksAreOutInEveryCheck) {
   using S = RankState;
   const std::vector<std::vector<S>> checks{

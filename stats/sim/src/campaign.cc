@@ -125,7 +125,18 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
       s.push_back(job.snapshot(rank, t + 2 * half));
     }
     const double confirmed_at = t + 2 * half;
-    if (stats::find_progress(series)) {
+    // I/O progress of any rank between the two fresh snapshots (the monitor reads /proc/PID/io of
+    // every rank; jobs of shapes without checkpoints do no I/O, so the scan is skipped for them).
+    bool io_progress = false;
+    if (shape.checkpoints_per_hour > 0) {
+      std::vector<std::optional<std::uint64_t>> before(shape.ranks), after(shape.ranks);
+      for (int r = 0; r < shape.ranks; ++r) {
+        before[r] = job.io_bytes(r, t + half);
+        after[r] = job.io_bytes(r, confirmed_at);
+      }
+      io_progress = stats::find_io_progress(before, after).has_value();
+    }
+    if (io_progress || stats::find_progress(series)) {
       if (!hung) ++outcome.healthy_rejected;
       model.resume_after_slowdown(set);
       times.clear();

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "parastack/sim/random.h"
 
@@ -36,32 +37,39 @@ std::string_view to_string(FaultKind kind) {
 SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds,
                            Fault fault)
     : shape_(shape), seed_(mix64(seed)), duration_(duration_seconds), fault_(std::move(fault)) {
-  // Poisson arrivals of straggler slowdowns and noise bursts, never overlapping.
+  // Poisson arrivals of straggler slowdowns, noise bursts and checkpoints, never overlapping.
   SplitMix rng(seed_ ^ 0x51ed0a11ULL);
-  const double rate = (shape_.slowdowns_per_hour + shape_.noise_per_hour) / 3600.0;
+  const double per_hour =
+      shape_.slowdowns_per_hour + shape_.noise_per_hour + shape_.checkpoints_per_hour;
   double t = 0;
   const int nodes = std::max(1, (shape_.ranks + shape_.ranks_per_node - 1) / shape_.ranks_per_node);
-  while (rate > 0) {
-    t += -std::log(1 - rng.uniform()) / rate;
+  while (per_hour > 0) {
+    t += -std::log(1 - rng.uniform()) / (per_hour / 3600.0);
     if (t >= duration_) break;
+    const double pick = rng.uniform() * per_hour;
     Slowdown s{};
-    if (rng.uniform() * (shape_.slowdowns_per_hour + shape_.noise_per_hour) <
-        shape_.slowdowns_per_hour) {
+    if (pick < shape_.slowdowns_per_hour) {
       s = {t, t + rng.uniform(shape_.slowdown_min_seconds, shape_.slowdown_max_seconds),
            rng.uniform(shape_.slowdown_min_factor, shape_.slowdown_max_factor),
-           static_cast<int>(rng.below(static_cast<std::uint64_t>(nodes)))};
+           Slowdown::Kind::Straggler, static_cast<int>(rng.below(static_cast<std::uint64_t>(nodes)))};
+    } else if (pick < shape_.slowdowns_per_hour + shape_.noise_per_hour) {
+      s = {t, t + rng.uniform(0.05, 1.0), rng.uniform(1.5, 4.0), Slowdown::Kind::Noise, -1};
     } else {
-      s = {t, t + rng.uniform(0.05, 1.0), rng.uniform(1.5, 4.0), -1};
+      s = {t, t + rng.uniform(shape_.checkpoint_min_seconds, shape_.checkpoint_max_seconds),
+           std::numeric_limits<double>::infinity(), Slowdown::Kind::Checkpoint, -1};
     }
     slowdowns_.push_back(s);
     t = s.end;
   }
-  double lost = 0;
+  double lost = 0, writing = 0;
   for (const auto& s : slowdowns_) {
     warp_before_.push_back(lost);
+    checkpoint_before_.push_back(writing);
     lost += (s.end - s.start) * (1 - 1 / s.factor);
+    if (s.kind == Slowdown::Kind::Checkpoint) writing += s.end - s.start;
   }
   warp_before_.push_back(lost);
+  checkpoint_before_.push_back(writing);
 }
 
 double SyntheticJob::uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
@@ -101,7 +109,8 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
   double compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0,
                               cycle_length - offset);
   // Outside the straggler node, ranks finish their work in 1/factor of the stretched timeline.
-  if (slowdown && slowdown->node >= 0 && rank / shape_.ranks_per_node != slowdown->node) {
+  if (slowdown && slowdown->kind == Slowdown::Kind::Straggler &&
+      rank / shape_.ranks_per_node != slowdown->node) {
     compute /= slowdown->factor;
   }
   // The slowest rank can finish no later than this: until then the early ones wait in call 0.
@@ -152,6 +161,9 @@ stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
 stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
   if (fault_.kind != FaultKind::None && t >= fault_.onset) return hung_snapshot(rank, t);
   const Moment m = moment(t);
+  if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) {
+    return {stats::RankState::InMpi, "MPI_File_write_all"};
+  }
   const Position p = position(rank, m.app_time, m.slowdown);
   if (p.computing) return {stats::RankState::OutMpi, {}};
   return waiting_snapshot(rank, p.call, t);
@@ -162,11 +174,28 @@ bool SyntheticJob::is_out(int rank, double t) const {
     return hung_snapshot(rank, t).state == stats::RankState::OutMpi;
   }
   const Moment m = moment(t);
+  if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) return false;
   const Position p = position(rank, m.app_time, m.slowdown);
   if (p.computing) return true;
   return shape_.busy_wait && p.call == 0 &&
          uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
              shape_.poll_out_fraction;
+}
+
+std::uint64_t SyntheticJob::io_bytes(int rank, double t) const {
+  if (rank % shape_.ranks_per_node != 0) return 0;
+  if (fault_.kind != FaultKind::None) t = std::min(t, fault_.onset);  // a hung job writes nothing
+  auto it = std::upper_bound(slowdowns_.begin(), slowdowns_.end(), t,
+                             [](double time, const Slowdown& s) { return time < s.start; });
+  const auto index = static_cast<std::size_t>(it - slowdowns_.begin());
+  double seconds = checkpoint_before_[index];
+  if (index > 0) {
+    const Slowdown& s = slowdowns_[index - 1];
+    if (s.kind == Slowdown::Kind::Checkpoint) {
+      seconds = checkpoint_before_[index - 1] + std::min(t, s.end) - s.start;
+    }
+  }
+  return static_cast<std::uint64_t>(seconds * shape_.checkpoint_bytes_per_second);
 }
 
 std::vector<WorkloadShape> standard_shapes() {
@@ -244,6 +273,15 @@ std::vector<WorkloadShape> standard_shapes() {
     s.ranks = 1000000;
     s.phases = {{1.0, 0.25}};
     s.ranks_per_node = 128;
+    add(s);
+  }
+  {
+    WorkloadShape s;
+    s.name = "checkpoint";
+    s.description = "0.2 s cycles, 2 collective checkpoints/h of 10-120 s in MPI_File_write_all";
+    s.ranks = 1024;
+    s.phases = {{0.2, 0.65}};
+    s.checkpoints_per_hour = 2;
     add(s);
   }
   return shapes;

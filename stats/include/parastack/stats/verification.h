@@ -8,10 +8,17 @@
 // A busy-waiting rank alternating between its own loop and MPI_Test, or between two polling
 // functions, is not progress: it is how a rank waits.
 //
+// I/O progress (not in the paper): a long collective checkpoint (every rank in MPI_File_write_all)
+// or a rank writing a file while the others wait in a collective looks exactly like a hang to the
+// model and to the stack rule. A hung job does no I/O, so a rank whose I/O byte counters
+// (/proc/PID/io rchar + wchar, readable without stopping it) grew by at least min_bytes between
+// the two fresh snapshots shows the job is working.
+//
 // Faulty ranks (§4): over several checks of all ranks, those OUT_MPI in every check where their
 // state was known.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +45,16 @@ struct ProgressEvidence {
 
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped.
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series);
+
+// Default I/O progress threshold: well above what an idle MPI runtime reads or writes in an
+// interval (heartbeats, a stray log line), well below a checkpoint's rate.
+inline constexpr std::uint64_t kIoProgressBytes = 1 << 20;
+
+// before[r] and after[r]: rank r's I/O byte count at the two fresh snapshots (nullopt: unknown, e.g.
+// the rank exited). Returns the index of a rank that moved at least min_bytes.
+std::optional<std::size_t> find_io_progress(const std::vector<std::optional<std::uint64_t>>& before,
+                                            const std::vector<std::optional<std::uint64_t>>& after,
+                                            std::uint64_t min_bytes = kIoProgressBytes);
 
 // checks[c][r] is the state of rank r in check c (every check lists the same ranks). Returns the
 // ranks OUT_MPI in every check where they were known, and known at least once; empty means a

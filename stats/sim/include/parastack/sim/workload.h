@@ -42,6 +42,11 @@ struct WorkloadShape {
   double slowdown_min_seconds = 10, slowdown_max_seconds = 120;
   double slowdown_min_factor = 3, slowdown_max_factor = 20;
   double noise_per_hour = 0;       // short whole-job slowdowns (system noise)
+  // Collective checkpoints: every rank inside MPI_File_write_all, the job's timeline paused. A
+  // long one is indistinguishable from a hang by stack sampling (docs/statistics.md, limits).
+  double checkpoints_per_hour = 0;
+  double checkpoint_min_seconds = 10, checkpoint_max_seconds = 120;
+  double checkpoint_bytes_per_second = 200e6;  // per aggregator (one per node)
 };
 
 enum class FaultKind { None, Computation, Deadlock };
@@ -61,6 +66,9 @@ class SyntheticJob {
   // State of one rank at wall time t (seconds since start), with its innermost MPI call.
   stats::RankSnapshot snapshot(int rank, double t) const;
   bool is_out(int rank, double t) const;
+  // The rank's I/O byte counter (rchar + wchar) at t: checkpoints are written by one aggregator
+  // rank per node; nothing else in these jobs does I/O.
+  std::uint64_t io_bytes(int rank, double t) const;
 
   const WorkloadShape& shape() const { return shape_; }
   const Fault& fault() const { return fault_; }
@@ -68,9 +76,13 @@ class SyntheticJob {
   std::size_t slowdown_count() const { return slowdowns_.size(); }
 
  private:
+  // A stretch of wall time in which the job's own timeline runs slower (or not at all).
   struct Slowdown {
-    double start, end, factor;
-    int node;  // -1: the whole job (system noise)
+    enum class Kind { Straggler, Noise, Checkpoint };
+    double start, end;
+    double factor;  // timeline speed is 1/factor (infinite for a checkpoint)
+    Kind kind;
+    int node;       // the straggler node
   };
   // Where the job's own timeline is at wall time t, and which slowdown (if any) is active.
   struct Moment {
@@ -95,6 +107,7 @@ class SyntheticJob {
   Fault fault_;
   std::vector<Slowdown> slowdowns_;
   std::vector<double> warp_before_;  // app-time lost before each slowdown starts
+  std::vector<double> checkpoint_before_;  // checkpoint seconds before each slowdown starts
 };
 
 // The workload shapes of the benchmark campaign (docs/statistics.md describes each).
