@@ -124,11 +124,11 @@ int run_replay(const ReplayOptions& options) {
                 alarm->streak_onset, alarm->threshold->q, alarm->required_streak, alarm_policy.alpha,
                 std::string(stats::to_string(alarm_policy.budget)).c_str());
   } else {
+    const std::string built = model.ready()
+                                  ? "built at t=" + std::to_string(*model.ready_since()) + " s"
+                                  : "never built: nothing was tested";
     std::printf("verdict: no hang (%llu observations, model %s, I=%.3f s)\n",
-                static_cast<unsigned long long>(observations),
-                model.ready() ? ("built at t=" + std::to_string(*model.ready_since()) + " s").c_str()
-                              : "never built",
-                model.interval());
+                static_cast<unsigned long long>(observations), built.c_str(), model.interval());
   }
   return alarm ? kExitHang : kExitOk;
 }

@@ -17,6 +17,7 @@ struct SimulateOptions {
   sim::CampaignConfig campaign;
   std::vector<std::string> shapes;  // empty: all standard shapes
   std::vector<std::string> modes{"default"};
+  int job_ranks = 0;  // overrides every selected shape's rank count when set
   // Single-job trace mode.
   std::string trace_out;
   double duration = 3600;
@@ -25,7 +26,7 @@ struct SimulateOptions {
   std::vector<int> faulty_ranks{0};
 };
 
-std::vector<sim::WorkloadShape> selected_shapes(const std::vector<std::string>& names) {
+std::vector<sim::WorkloadShape> named_shapes(const std::vector<std::string>& names) {
   auto all = sim::standard_shapes();
   if (names.empty()) return all;
   std::vector<sim::WorkloadShape> chosen;
@@ -41,8 +42,16 @@ std::vector<sim::WorkloadShape> selected_shapes(const std::vector<std::string>& 
   return chosen;
 }
 
+std::vector<sim::WorkloadShape> selected_shapes(const SimulateOptions& options) {
+  auto shapes = named_shapes(options.shapes);
+  if (options.job_ranks > 0) {
+    for (auto& shape : shapes) shape.ranks = options.job_ranks;
+  }
+  return shapes;
+}
+
 int emit_trace(const SimulateOptions& options) {
-  const auto shapes = selected_shapes(options.shapes);
+  const auto shapes = selected_shapes(options);
   if (shapes.size() != 1) {
     std::cerr << "parastack simulate: --trace-out needs exactly one --shape\n";
     return kExitUsage;
@@ -89,7 +98,7 @@ constexpr Mode kModes[] = {
 };
 
 int run_campaigns(const SimulateOptions& options) {
-  const auto shapes = selected_shapes(options.shapes);
+  const auto shapes = selected_shapes(options);
   for (const auto& name : options.modes) {
     const auto* mode = std::find_if(std::begin(kModes), std::end(kModes),
                                     [&](const Mode& m) { return name == m.name; });
@@ -129,6 +138,12 @@ std::function<int()> add_simulate_command(CLI::App& app) {
   command->add_option("--hangs", c.hangs_per_shape, "Injected hangs per workload")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   command->add_option("--ranks-sampled", c.sampled_ranks, "C: ranks per monitored set")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  command->add_option("--job-ranks", options->job_ranks,
+                      "N: ranks of every simulated job (default: each shape's own, up to 1,000,000)")
+      ->check(CLI::Range(2, 10'000'000));
+  command->add_option("--max-faulty-ranks", c.max_faulty_ranks,
+                      "A computation hang freezes 1 to this many random ranks")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   command->add_option("--threads", c.threads, "Worker threads (0: one per core)")->capture_default_str();
   command->add_option("--shape", options->shapes, "Workload shape(s) to run (default: all)");

@@ -21,8 +21,8 @@ int max_runs(int n_pos, int n_neg) {
   return 2 * std::min(n_pos, n_neg) + (n_pos != n_neg ? 1 : 0);
 }
 
-// Two-sided critical value for the standard normal at the given significance (Acklam-free:
-// the only levels ParaStack uses are tabulated; others fall back to bisection on erfc).
+// Two-sided critical value z of the standard normal, P(|Z| > z) = significance: the 5% level
+// ParaStack uses is exact, other levels are found by bisection on erfc.
 double normal_two_sided_critical(double significance) {
   if (std::abs(significance - 0.05) < 1e-12) return 1.959963984540054;
   double lo = 0, hi = 10;

@@ -24,6 +24,14 @@ class Driver {
   std::binomial_distribution<int> binomial{10, 0.5};
 };
 
+// §3.1: r = rand(I) + I/2, uniform over [I/2, 3I/2] with mean I.
+TEST(HangModel, RandomisedStepSpansHalfToThreeHalvesOfTheInterval) {
+  HangModel model{ModelConfig{}};
+  EXPECT_DOUBLE_EQ(model.next_delay(0.0), 0.2);
+  EXPECT_DOUBLE_EQ(model.next_delay(0.5), 0.4);
+  EXPECT_NEAR(model.next_delay(0.999999), 0.6, 1e-6);
+}
+
 TEST(HangModel, BuildsBeforeTesting) {
   Driver d;
   const auto first = d.feed_healthy();

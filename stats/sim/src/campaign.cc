@@ -253,49 +253,61 @@ double percentile(std::vector<double> values, double fraction) {
   return values[lower] + (position - static_cast<double>(lower)) * (values[upper] - values[lower]);
 }
 
+void ShapeSummary::merge(const ShapeSummary& o) {
+  healthy_hours += o.healthy_hours;
+  false_alarms += o.false_alarms;
+  healthy_alarms += o.healthy_alarms;
+  healthy_rejected += o.healthy_rejected;
+  hang_rejected += o.hang_rejected;
+  hangs += o.hangs;
+  hangs_after_ready += o.hangs_after_ready;
+  detected_after_ready += o.detected_after_ready;
+  detected += o.detected;
+  type_correct += o.type_correct;
+  computation_detected += o.computation_detected;
+  faulty_found += o.faulty_found;
+  precision_sum += o.precision_sum;
+  delays.insert(delays.end(), o.delays.begin(), o.delays.end());
+  ready_times.insert(ready_times.end(), o.ready_times.begin(), o.ready_times.end());
+}
+
+namespace {
+
+std::string format_row(const ShapeSummary& r, bool is_total) {
+  const double nan = std::nan("");
+  const double accuracy =
+      r.hangs_after_ready ? 100.0 * r.detected_after_ready / r.hangs_after_ready : nan;
+  const double ac_f =
+      r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : nan;
+  const double pr_f = r.computation_detected ? r.precision_sum / r.computation_detected : nan;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %d "
+                "| %.0f | %d/%d | %.3f | %.3f |\n",
+                r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours,
+                r.healthy_alarms, r.healthy_rejected, r.false_alarms,
+                1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
+                r.hangs_after_ready, r.detected_after_ready, accuracy, percentile(r.delays, 0.5),
+                percentile(r.delays, 0.95), r.hang_rejected, percentile(r.ready_times, 0.5),
+                r.type_correct, r.detected, ac_f, pr_f);
+  return line;
+}
+
+}  // namespace
+
 std::string format_summary_table(const std::vector<ShapeSummary>& summaries) {
   std::string out =
       "| workload | ranks | healthy job-h | model alarms | of which slowdowns | false alarms | per 1000 "
       "h | hangs | after model | detected | accuracy | delay p50 s | delay p95 s | hang alarms "
       "judged slowdown | model built p50 s | hang type ok | AC_f | PR_f |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  char line[512];
   ShapeSummary total;
   total.name = "**all**";
   for (const auto& s : summaries) {
-    auto row = [&](const ShapeSummary& r, bool is_total) {
-      const double accuracy = r.hangs_after_ready ? 100.0 * r.detected_after_ready / r.hangs_after_ready : std::nan("");
-      const double ac_f = r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : std::nan("");
-      const double pr_f = r.computation_detected ? r.precision_sum / r.computation_detected : std::nan("");
-      std::snprintf(line, sizeof line,
-                    "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %d | %.0f | %d/%d | %.3f | %.3f |\n",
-                    r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours,
-                    r.healthy_alarms, r.healthy_rejected, r.false_alarms,
-                    1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
-                    r.hangs_after_ready, r.detected_after_ready, accuracy,
-                    percentile(r.delays, 0.5), percentile(r.delays, 0.95), r.hang_rejected,
-                    percentile(r.ready_times, 0.5), r.type_correct, r.detected, ac_f, pr_f);
-      out += line;
-    };
-    row(s, false);
-    total.healthy_hours += s.healthy_hours;
-    total.false_alarms += s.false_alarms;
-    total.healthy_alarms += s.healthy_alarms;
-    total.healthy_rejected += s.healthy_rejected;
-    total.hang_rejected += s.hang_rejected;
-    total.hangs += s.hangs;
-    total.hangs_after_ready += s.hangs_after_ready;
-    total.detected_after_ready += s.detected_after_ready;
-    total.detected += s.detected;
-    total.type_correct += s.type_correct;
-    total.computation_detected += s.computation_detected;
-    total.faulty_found += s.faulty_found;
-    total.precision_sum += s.precision_sum;
-    total.delays.insert(total.delays.end(), s.delays.begin(), s.delays.end());
-    total.ready_times.insert(total.ready_times.end(), s.ready_times.begin(), s.ready_times.end());
-    if (&s == &summaries.back()) row(total, true);
+    out += format_row(s, false);
+    total.merge(s);
   }
-  return out;
+  return out + format_row(total, true);
 }
 
 }  // namespace parastack::sim

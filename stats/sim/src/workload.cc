@@ -199,92 +199,52 @@ std::uint64_t SyntheticJob::io_bytes(int rank, double t) const {
 }
 
 std::vector<WorkloadShape> standard_shapes() {
-  std::vector<WorkloadShape> shapes;
-  auto add = [&shapes](WorkloadShape s) { shapes.push_back(std::move(s)); };
-  {
-    WorkloadShape s;
-    s.name = "stencil-1ms";
-    s.description = "1 ms halo-exchange cycles, 75% compute";
-    s.ranks = 1024;
-    s.phases = {{0.001, 0.75}};
-    s.rank_jitter = 0.2;
-    s.mpi_calls_per_cycle = 2;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "solver-50ms";
-    s.description = "50 ms solver iterations, 3 MPI calls, mild imbalance";
-    s.ranks = 4096;
-    s.phases = {{0.05, 0.6}};
-    s.imbalance = 0.05;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "slow-10s";
-    s.description = "10 s time steps, 85% compute";
-    s.ranks = 256;
-    s.phases = {{10.0, 0.85}};
-    s.rank_jitter = 0.05;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "phases";
-    s.description = "three phases (0.2 s/70%, 2 s/30%, 10 ms/90%), 15 min each";
-    s.ranks = 2048;
-    s.phases = {{0.2, 0.7}, {2.0, 0.3}, {0.01, 0.9}};
-    s.phase_seconds = 900;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "imbalanced";
-    s.description = "0.5 s cycles, +-30% per-rank load imbalance";
-    s.ranks = 1024;
-    s.phases = {{0.5, 0.6}};
-    s.imbalance = 0.3;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "noisy";
-    s.description = "0.2 s cycles, 3 straggler slowdowns/h (3-20x, 10-120 s), 60 noise bursts/h";
-    s.ranks = 16384;
-    s.phases = {{0.2, 0.65}};
-    s.slowdowns_per_hour = 3;
-    s.noise_per_hour = 60;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "busy-wait";
-    s.description = "0.1 s cycles, waits poll MPI_Test (5% of polls seen in user code)";
-    s.ranks = 512;
-    s.phases = {{0.1, 0.5}};
-    s.busy_wait = true;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "comm-heavy-1M";
-    s.description = "1,000,000 ranks, 1 s cycles, only 25% compute";
-    s.ranks = 1000000;
-    s.phases = {{1.0, 0.25}};
-    s.ranks_per_node = 128;
-    add(s);
-  }
-  {
-    WorkloadShape s;
-    s.name = "checkpoint";
-    s.description = "0.2 s cycles, 2 collective checkpoints/h of 10-120 s in MPI_File_write_all";
-    s.ranks = 1024;
-    s.phases = {{0.2, 0.65}};
-    s.checkpoints_per_hour = 2;
-    add(s);
-  }
-  return shapes;
+  return {
+      {.name = "stencil-1ms",
+       .description = "1 ms halo-exchange cycles, 75% compute",
+       .phases = {{0.001, 0.75}},
+       .rank_jitter = 0.2,
+       .mpi_calls_per_cycle = 2},
+      {.name = "solver-50ms",
+       .description = "50 ms solver iterations, 3 MPI calls, mild imbalance",
+       .ranks = 4096,
+       .phases = {{0.05, 0.6}},
+       .imbalance = 0.05},
+      {.name = "slow-10s",
+       .description = "10 s time steps, 85% compute",
+       .ranks = 256,
+       .phases = {{10.0, 0.85}},
+       .rank_jitter = 0.05},
+      {.name = "phases",
+       .description = "three phases (0.2 s/70%, 2 s/30%, 10 ms/90%), 15 min each",
+       .ranks = 2048,
+       .phases = {{0.2, 0.7}, {2.0, 0.3}, {0.01, 0.9}},
+       .phase_seconds = 900},
+      {.name = "imbalanced",
+       .description = "0.5 s cycles, +-30% per-rank load imbalance",
+       .phases = {{0.5, 0.6}},
+       .imbalance = 0.3},
+      {.name = "noisy",
+       .description = "0.2 s cycles, 3 straggler slowdowns/h (3-20x, 10-120 s), 60 noise bursts/h",
+       .ranks = 16384,
+       .phases = {{0.2, 0.65}},
+       .slowdowns_per_hour = 3,
+       .noise_per_hour = 60},
+      {.name = "busy-wait",
+       .description = "0.1 s cycles, waits poll MPI_Test (5% of polls seen in user code)",
+       .ranks = 512,
+       .phases = {{0.1, 0.5}},
+       .busy_wait = true},
+      {.name = "comm-heavy-1M",
+       .description = "1,000,000 ranks, 1 s cycles, only 25% compute",
+       .ranks = 1000000,
+       .ranks_per_node = 128,
+       .phases = {{1.0, 0.25}}},
+      {.name = "checkpoint",
+       .description = "0.2 s cycles, 2 collective checkpoints/h of 10-120 s in MPI_File_write_all",
+       .phases = {{0.2, 0.65}},
+       .checkpoints_per_hour = 2},
+  };
 }
 
 }  // namespace parastack::sim

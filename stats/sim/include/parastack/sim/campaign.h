@@ -65,6 +65,8 @@ struct ShapeSummary {
   int type_correct = 0;
   std::vector<double> delays;         // detected hangs after model building
   std::vector<double> ready_times;
+
+  void merge(const ShapeSummary& other);  // adds other's counts and samples (for a total row)
 };
 
 // Runs one job to its end, its false alarm, or its hang's confirmation.
