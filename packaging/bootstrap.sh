@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build and test dependencies, all from Debian 12 (bookworm).
-packages=(cmake ninja-build g++ pkg-config libgtest-dev nlohmann-json3-dev libcli11-dev)
+packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-dev libcli11-dev
+          libunwind-dev libopenmpi-dev openmpi-bin)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "parastack 0.1.0");
   const auto replay = add_replay_command(app);
   const auto simulate = add_simulate_command(app);
+  const auto ranks = add_ranks_command(app);
+  const auto stack = add_stack_command(app);
+  const auto sample_bench = add_sample_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -73,6 +76,9 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("replay")) return replay();
     if (app.got_subcommand("simulate")) return simulate();
+    if (app.got_subcommand("ranks")) return ranks();
+    if (app.got_subcommand("stack")) return stack();
+    if (app.got_subcommand("sample-bench")) return sample_bench();
   } catch (const std::exception& e) {
     std::cerr << "parastack: " << e.what() << "\n";
     return kExitUsage;

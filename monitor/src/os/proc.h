@@ -1,0 +1,57 @@
+// Readers for /proc. Each returns nullopt when the file cannot be read and leaves errno set:
+// ENOENT/ESRCH mean the process is gone, EACCES/EPERM that it is not ours to look at.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "os/ids.h"
+
+namespace parastack::os {
+
+std::optional<std::string> read_text_file(const std::string& path);
+
+struct ProcStat {
+  std::string comm;             // may contain spaces and parentheses
+  char state = '?';             // R, S, D, T (stopped), t (tracing stop), Z (zombie), X
+  Pid parent;
+  std::uint64_t start_ticks = 0;  // start time since boot, in clock ticks: with the pid, a
+                                  // process identity that survives pid reuse
+  std::uint64_t cpu_ticks = 0;    // utime + stime
+};
+std::optional<ProcStat> read_stat(Pid pid);
+std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid);
+
+std::optional<std::unordered_map<std::string, std::string>> read_environ(Pid pid);
+std::optional<std::vector<std::string>> read_cmdline(Pid pid);
+
+struct ProcStatus {
+  uid_t real_uid = 0;
+  pid_t tracer = 0;  // TracerPid: non-zero while a debugger (or another monitor) traces it
+};
+std::optional<ProcStatus> read_status(Pid pid);
+
+// Every process, and every thread of one process.
+std::vector<Pid> list_processes();
+std::vector<Tid> list_threads(Pid pid);
+
+struct Mapping {
+  std::uint64_t start = 0, end = 0, offset = 0;
+  bool readable = false, executable = false;
+  std::uint64_t inode = 0;
+  std::string path;  // empty for anonymous mappings; "[stack]", "[vdso]" for special ones
+  bool contains(std::uint64_t address) const { return address >= start && address < end; }
+};
+std::optional<std::vector<Mapping>> read_maps(Pid pid);
+
+struct IoCounters {
+  std::uint64_t read_chars = 0, written_chars = 0;  // rchar, wchar
+};
+std::optional<IoCounters> read_io(Pid pid);
+
+}  // namespace parastack::os

@@ -1,0 +1,89 @@
+#include "os/stopped_thread.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "os/proc.h"
+
+namespace parastack::os {
+namespace {
+
+sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&set, signal);
+  return set;
+}
+
+// EPERM from PTRACE_SEIZE means either "not yours" or "already traced": /proc tells which.
+StopFailure explain_denied(Pid pid) {
+  auto status = read_status(pid);
+  if (status && status->tracer != 0) return StopFailure::AlreadyTraced;
+  return StopFailure::Denied;
+}
+
+}  // namespace
+
+const char* to_string(StopFailure failure) {
+  switch (failure) {
+    case StopFailure::Exited: return "exited";
+    case StopFailure::Zombie: return "zombie";
+    case StopFailure::Denied: return "permission denied";
+    case StopFailure::AlreadyTraced: return "already traced by a debugger";
+    case StopFailure::Failed: return "could not stop";
+  }
+  return "?";
+}
+
+TerminationSignalsHeld::TerminationSignalsHeld() {
+  const sigset_t set = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &set, &previous_);
+}
+
+TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
+std::variant<StoppedThread, StopFailure> StoppedThread::stop(Pid pid, Tid tid) {
+  switch (ptrace_seize(tid)) {
+    case PtraceStatus::Ok: break;
+    case PtraceStatus::Gone: return StopFailure::Exited;
+    case PtraceStatus::Denied: {
+      auto stat = read_thread_stat(pid, tid);
+      if (stat && stat->state == 'Z') return StopFailure::Zombie;
+      return explain_denied(pid);
+    }
+    case PtraceStatus::Failed: return StopFailure::Failed;
+  }
+  // From here on we are attached: every path detaches.
+  if (ptrace_interrupt(tid) != PtraceStatus::Ok) {
+    ptrace_detach(tid, 0);
+    return StopFailure::Exited;
+  }
+  const StopReport report = wait_for_stop(tid);
+  switch (report.kind) {
+    case StopKind::Interrupted: return StoppedThread(tid, 0, false);
+    case StopKind::GroupStop: return StoppedThread(tid, 0, true);
+    case StopKind::SignalDelivery: return StoppedThread(tid, report.signal, false);
+    case StopKind::Exited:
+    case StopKind::Gone:
+      ptrace_detach(tid, 0);  // harmless if it is gone; required if it is a zombie still traced
+      return StopFailure::Exited;
+  }
+  return StopFailure::Failed;
+}
+
+StoppedThread::StoppedThread(StoppedThread&& other) noexcept
+    : tid_(other.tid_),
+      pending_signal_(other.pending_signal_),
+      job_control_stopped_(other.job_control_stopped_),
+      attached_(std::exchange(other.attached_, false)) {}
+
+void StoppedThread::detach() {
+  if (!attached_) return;
+  attached_ = false;
+  // A thread stopped by a signal-delivery-stop gets its signal back; a job-control-stopped one
+  // stays stopped (detach does not resume a group stop), as its owner intended.
+  ptrace_detach(tid_, pending_signal_);
+}
+
+}  // namespace parastack::os

@@ -1,0 +1,64 @@
+// A thread held in a ptrace stop for as short a time as possible. stop() seizes it, interrupts it
+// and waits for the stop; the destructor always detaches, re-injecting a signal the stop swallowed
+// and leaving a job-control stop in place. While any StoppedThread exists, SIGTERM, SIGINT, SIGHUP
+// and SIGQUIT to the monitor are held back (see TerminationSignalsHeld), so a monitor asked to stop
+// mid-sample still detaches first.
+#pragma once
+
+#include <csignal>
+#include <string>
+#include <variant>
+
+#include "os/ids.h"
+#include "os/ptrace.h"
+
+namespace parastack::os {
+
+// Why a thread could not be stopped: a value for the sample, never an exception.
+enum class StopFailure {
+  Exited,        // gone before or during the stop
+  Zombie,        // exited, not yet reaped
+  Denied,        // another user's process, or no ptrace permission
+  AlreadyTraced, // a debugger (or another monitor) is attached
+  Failed,        // anything else
+};
+const char* to_string(StopFailure failure);
+
+// Blocks the termination signals for its lifetime; pending ones are delivered at destruction.
+class TerminationSignalsHeld {
+ public:
+  TerminationSignalsHeld();
+  ~TerminationSignalsHeld();
+  TerminationSignalsHeld(const TerminationSignalsHeld&) = delete;
+  TerminationSignalsHeld& operator=(const TerminationSignalsHeld&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+class StoppedThread {
+ public:
+  static std::variant<StoppedThread, StopFailure> stop(Pid pid, Tid tid);
+
+  StoppedThread(StoppedThread&& other) noexcept;
+  StoppedThread& operator=(StoppedThread&&) = delete;
+  StoppedThread(const StoppedThread&) = delete;
+  StoppedThread& operator=(const StoppedThread&) = delete;
+  ~StoppedThread() { detach(); }
+
+  Tid tid() const { return tid_; }
+  bool job_control_stopped() const { return job_control_stopped_; }
+  // Detach now (idempotent); the destructor does it otherwise.
+  void detach();
+
+ private:
+  StoppedThread(Tid tid, int pending_signal, bool job_control_stopped)
+      : tid_(tid), pending_signal_(pending_signal), job_control_stopped_(job_control_stopped) {}
+
+  Tid tid_;
+  int pending_signal_ = 0;
+  bool job_control_stopped_ = false;
+  bool attached_ = true;
+};
+
+}  // namespace parastack::os

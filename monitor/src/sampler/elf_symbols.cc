@@ -1,0 +1,134 @@
+#include "sampler/elf_symbols.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "os/scoped_fd.h"
+
+namespace parastack::sampler {
+namespace {
+
+// A read-only mapping of the whole file, unmapped on scope exit.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    os::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st {};
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) return;
+    void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (data == MAP_FAILED) return;
+    data_ = static_cast<const unsigned char*>(data);
+    size_ = static_cast<std::size_t>(st.st_size);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  template <typename T>
+  const T* at(std::uint64_t offset, std::uint64_t count = 1) const {
+    if (!data_ || offset > size_ || count * sizeof(T) > size_ - offset) return nullptr;
+    return reinterpret_cast<const T*>(data_ + offset);
+  }
+
+ private:
+  const unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+bool mpi_name(std::string_view name) { return name.starts_with("MPI_"); }
+
+}  // namespace
+
+std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
+  MappedFile file(path);
+  const auto* header = file.at<Elf64_Ehdr>(0);
+  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
+      header->e_ident[EI_CLASS] != ELFCLASS64) {
+    return nullptr;
+  }
+  auto symbols = std::make_shared<ElfSymbols>();
+  symbols->fixed_address_ = header->e_type == ET_EXEC;
+  if (const auto* phdrs = file.at<Elf64_Phdr>(header->e_phoff, header->e_phnum)) {
+    for (int i = 0; i < header->e_phnum; ++i) {
+      if (phdrs[i].p_type == PT_LOAD) symbols->loads_.push_back({phdrs[i].p_offset, phdrs[i].p_vaddr});
+    }
+  }
+  const auto* sections = file.at<Elf64_Shdr>(header->e_shoff, header->e_shnum);
+  if (!sections) return symbols;
+  bool have_symtab = false;
+  for (int i = 0; i < header->e_shnum; ++i) have_symtab |= sections[i].sh_type == SHT_SYMTAB;
+  for (int i = 0; i < header->e_shnum; ++i) {
+    const Elf64_Shdr& section = sections[i];
+    const bool dynamic = section.sh_type == SHT_DYNSYM;
+    if (!dynamic && section.sh_type != SHT_SYMTAB) continue;
+    if (section.sh_link >= header->e_shnum) continue;
+    const Elf64_Shdr& strings = sections[section.sh_link];
+    const auto count = section.sh_entsize ? section.sh_size / section.sh_entsize : 0;
+    const auto* entries = file.at<Elf64_Sym>(section.sh_offset, count);
+    const auto* names = file.at<char>(strings.sh_offset, strings.sh_size);
+    if (!entries || !names) continue;
+    for (std::uint64_t s = 0; s < count; ++s) {
+      const Elf64_Sym& sym = entries[s];
+      if (sym.st_name >= strings.sh_size || sym.st_shndx == SHN_UNDEF) continue;
+      const std::string_view name(names + sym.st_name,
+                                  strnlen(names + sym.st_name, strings.sh_size - sym.st_name));
+      if (name.empty()) continue;
+      if (dynamic) symbols->defined_.emplace_back(std::string(name), sym.st_value);
+      // Functions from .symtab when there is one (it is a superset), else from .dynsym.
+      if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0 && dynamic != have_symtab) {
+        symbols->functions_.push_back({sym.st_value, sym.st_size, std::string(name)});
+      }
+    }
+  }
+  std::sort(symbols->functions_.begin(), symbols->functions_.end(), [](const Symbol& a, const Symbol& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return mpi_name(a.name) && !mpi_name(b.name);  // MPI_Recv before its alias PMPI_Recv
+  });
+  std::sort(symbols->defined_.begin(), symbols->defined_.end());
+  return symbols;
+}
+
+std::optional<std::string_view> ElfSymbols::function_at(std::uint64_t vaddr) const {
+  // The symbols starting at or below vaddr, nearest first: the first that contains vaddr names it
+  // (a few steps back covers aliases and nested local symbols; further away nothing can contain it).
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), vaddr,
+                             [](std::uint64_t v, const Symbol& s) { return v < s.start; });
+  for (int steps = 0; it != functions_.begin() && steps < 16; ++steps) {
+    --it;
+    if (vaddr < it->start + std::max<std::uint64_t>(it->size, 1)) {
+      while (it != functions_.begin() && std::prev(it)->start == it->start) --it;  // MPI_ alias
+      return std::string_view(it->name);
+    }
+  }
+  return std::nullopt;
+}
+
+bool ElfSymbols::defines(std::string_view name) const { return address_of(name).has_value(); }
+
+std::optional<std::uint64_t> ElfSymbols::address_of(std::string_view name) const {
+  auto it = std::lower_bound(defined_.begin(), defined_.end(), name,
+                             [](const auto& entry, std::string_view n) { return entry.first < n; });
+  if (it == defined_.end() || it->first != name) return std::nullopt;
+  return it->second;
+}
+
+std::uint64_t ElfSymbols::to_vaddr(std::uint64_t address, std::uint64_t map_start,
+                                   std::uint64_t map_offset) const {
+  if (fixed_address_) return address;
+  const std::uint64_t file_offset = address - map_start + map_offset;
+  // The PT_LOAD segment holding this file offset gives the offset-to-vaddr shift.
+  const Segment* best = nullptr;
+  for (const auto& segment : loads_) {
+    if (segment.offset <= file_offset && (!best || segment.offset > best->offset)) best = &segment;
+  }
+  return best ? file_offset - best->offset + best->vaddr : file_offset;
+}
+
+}  // namespace parastack::sampler

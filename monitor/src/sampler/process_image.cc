@@ -1,0 +1,129 @@
+#include "sampler/process_image.h"
+
+#include <cxxabi.h>
+#include <libunwind-ptrace.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace parastack::sampler {
+// libunwind accessors that unwind a stack copied while the thread was stopped (stack_sampler.cc).
+extern unw_accessors_t copy_accessors;
+
+std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const ElfSymbols>> cache;
+  std::lock_guard lock(mutex);
+  auto [it, inserted] = cache.try_emplace(path);
+  if (inserted) it->second = ElfSymbols::load(path);
+  return it->second;
+}
+
+std::size_t read_remote(os::Pid pid, std::uint64_t address, void* buffer, std::size_t length) {
+  // process_vm_readv never splits an iovec: one per page makes a partial read stop at the first
+  // unmapped page instead of failing whole.
+  constexpr std::uint64_t kPage = 4096;
+  std::vector<iovec> remote;
+  for (std::uint64_t at = address; at < address + length;) {
+    const std::uint64_t next = std::min((at & ~(kPage - 1)) + kPage, address + length);
+    remote.push_back({reinterpret_cast<void*>(at), next - at});
+    at = next;
+  }
+  iovec local{buffer, length};
+  const ssize_t n = ::process_vm_readv(pid.value, &local, 1, remote.data(), remote.size(), 0);
+  return n < 0 ? 0 : static_cast<std::size_t>(n);
+}
+
+std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, std::string& problem) {
+  auto stat = os::read_stat(pid);
+  if (!stat) {
+    problem = "cannot read /proc: process gone or not ours";
+    return nullptr;
+  }
+  std::unique_ptr<ProcessImage> image(new ProcessImage(pid));
+  image->start_ticks_ = stat->start_ticks;
+  if (!image->refresh_maps()) {
+    problem = "cannot read the memory map (permission denied?)";
+    return nullptr;
+  }
+  // The MPI library is the file that defines MPI_Init; its code is every executable mapping of it.
+  std::optional<std::string> mpi_library;
+  for (const auto& m : image->maps_) {
+    auto symbols = symbols_of(m.path);
+    if (symbols && symbols->defines("MPI_Init")) {
+      mpi_library = m.path;
+      break;
+    }
+  }
+  if (mpi_library) {
+    auto symbols = symbols_of(*mpi_library);
+    for (const auto& m : image->maps_) {
+      if (m.path != *mpi_library) continue;
+      image->mpi_code_.push_back({m.start, m.end});
+      if (auto flag = symbols->address_of("ompi_mpi_thread_multiple")) {
+        image->thread_multiple_address_ = *flag + symbols->load_bias(m.start, m.offset);
+      }
+    }
+  }
+  image->upt_ = _UPT_create(pid.value);
+  image->copy_space_ = unw_create_addr_space(&copy_accessors, 0);
+  image->ptrace_space_ = unw_create_addr_space(&_UPT_accessors, 0);
+  if (!image->upt_ || !image->copy_space_ || !image->ptrace_space_) {
+    problem = "libunwind could not create an address space";
+    return nullptr;
+  }
+  unw_set_caching_policy(image->copy_space_, UNW_CACHE_GLOBAL);
+  unw_set_caching_policy(image->ptrace_space_, UNW_CACHE_GLOBAL);
+  return image;
+}
+
+ProcessImage::~ProcessImage() {
+  if (copy_space_) unw_destroy_addr_space(copy_space_);
+  if (ptrace_space_) unw_destroy_addr_space(ptrace_space_);
+  if (upt_) _UPT_destroy(upt_);
+}
+
+bool ProcessImage::refresh_maps() {
+  auto maps = os::read_maps(pid_);
+  if (!maps) return false;
+  maps_.clear();
+  for (auto& m : *maps) {
+    if (m.executable && !m.path.empty() && m.path.front() == '/') maps_.push_back(std::move(m));
+  }
+  return true;
+}
+
+bool ProcessImage::thread_multiple() const {
+  if (!thread_multiple_address_) return false;
+  unsigned char flag = 0;
+  return read_remote(pid_, *thread_multiple_address_, &flag, 1) == 1 && flag != 0;
+}
+
+const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {
+  for (const auto& m : maps_) {
+    if (m.contains(address)) return &m;
+  }
+  return nullptr;
+}
+
+Frame ProcessImage::describe(std::uint64_t address) {
+  Frame frame{address, {}, {}};
+  const os::Mapping* m = mapping_at(address);
+  if (!m && refresh_maps()) m = mapping_at(address);
+  if (!m) return frame;
+  frame.module = m->path.substr(m->path.rfind('/') + 1);
+  if (auto symbols = symbols_of(m->path)) {
+    if (auto name = symbols->function_at(symbols->to_vaddr(address, m->start, m->offset))) {
+      int status = 0;
+      char* demangled = abi::__cxa_demangle(std::string(*name).c_str(), nullptr, nullptr, &status);
+      frame.function = status == 0 && demangled ? demangled : std::string(*name);
+      std::free(demangled);
+    }
+  }
+  return frame;
+}
+
+}  // namespace parastack::sampler

@@ -1,0 +1,66 @@
+// What the sampler knows about one traced process: its executable mappings, the code of its MPI
+// library, where Open MPI keeps its thread level, its libunwind address spaces (one per process,
+// with libunwind's global cache, never shared between processes), and its symbols.
+#pragma once
+
+#include <libunwind.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "os/ids.h"
+#include "os/proc.h"
+#include "sampler/classify.h"
+#include "sampler/elf_symbols.h"
+#include "sampler/frame.h"
+
+namespace parastack::sampler {
+
+class ProcessImage {
+ public:
+  // nullptr with `problem` set if the process cannot be read (gone, not ours).
+  static std::unique_ptr<ProcessImage> load(os::Pid pid, std::string& problem);
+  ~ProcessImage();
+  ProcessImage(const ProcessImage&) = delete;
+  ProcessImage& operator=(const ProcessImage&) = delete;
+
+  os::Pid pid() const { return pid_; }
+  std::uint64_t start_ticks() const { return start_ticks_; }
+  bool has_mpi() const { return !mpi_code_.empty(); }
+  const std::vector<CodeRange>& mpi_code() const { return mpi_code_; }
+  // Open MPI's ompi_mpi_thread_multiple flag, read from the running process (no stop needed).
+  bool thread_multiple() const;
+
+  // Function name (demangled) and module of a code address; refreshes the mappings once if the
+  // address is in none of them (a library loaded since, as Open MPI loads its components).
+  Frame describe(std::uint64_t address);
+
+  unw_addr_space_t copy_address_space() const { return copy_space_; }
+  unw_addr_space_t ptrace_address_space() const { return ptrace_space_; }
+  void* upt() const { return upt_; }
+
+ private:
+  explicit ProcessImage(os::Pid pid) : pid_(pid) {}
+  bool refresh_maps();
+  const os::Mapping* mapping_at(std::uint64_t address) const;
+
+  os::Pid pid_;
+  std::uint64_t start_ticks_ = 0;
+  std::vector<os::Mapping> maps_;  // file-backed executable mappings
+  std::vector<CodeRange> mpi_code_;
+  std::optional<std::uint64_t> thread_multiple_address_;
+  unw_addr_space_t copy_space_ = nullptr;
+  unw_addr_space_t ptrace_space_ = nullptr;
+  void* upt_ = nullptr;
+};
+
+// ELF symbol tables are shared between processes that map the same file.
+std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path);
+
+// Reads remote memory of a running process; returns the bytes read (stops at an unmapped page).
+std::size_t read_remote(os::Pid pid, std::uint64_t address, void* buffer, std::size_t length);
+
+}  // namespace parastack::sampler

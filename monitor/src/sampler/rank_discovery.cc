@@ -1,0 +1,164 @@
+#include "sampler/rank_discovery.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "os/proc.h"
+
+namespace parastack::sampler {
+namespace {
+
+std::optional<int> to_int(const std::string& text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string hostname() {
+  utsname name{};
+  return ::uname(&name) == 0 ? name.nodename : "localhost";
+}
+
+const std::string* find(const std::vector<std::pair<std::string, std::string>>& env, std::string_view key) {
+  for (const auto& [k, v] : env) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool is_launcher_or_daemon(const std::string& command) {
+  static const std::set<std::string> kNotRanks{
+      "mpirun", "mpiexec", "orterun", "orted", "prted", "prterun", "prte", "srun", "slurmstepd",
+      "slurmd", "hydra_pmi_proxy", "mpiexec.hydra", "pmi_proxy", "pbs_mom", "pbsdsh", "sshd"};
+  return kNotRanks.contains(command) || command.starts_with("parastack");
+}
+
+std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::string, std::string>>& env) {
+  RankIdentity identity;
+  // The MPI-specific variables first; SLURM_PROCID is set for every srun task, MPI or not, and for
+  // the batch script itself, so it only counts in a numbered step.
+  static constexpr std::array<std::pair<const char*, const char*>, 4> kRankVariables{{
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMIX_RANK", "PMIX_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+  }};
+  for (const auto& [rank_key, size_key] : kRankVariables) {
+    if (const auto* value = find(env, rank_key)) {
+      if (auto rank = to_int(*value)) {
+        identity.rank = *rank;
+        if (const auto* size = find(env, size_key)) identity.world_size = to_int(*size).value_or(0);
+        break;
+      }
+    }
+  }
+  const auto* step = find(env, "SLURM_STEP_ID");
+  if (identity.rank < 0) {
+    const auto* procid = find(env, "SLURM_PROCID");
+    if (!procid || !step || !to_int(*step)) return std::nullopt;
+    identity.rank = to_int(*procid).value_or(-1);
+    if (const auto* size = find(env, "SLURM_NTASKS")) identity.world_size = to_int(*size).value_or(0);
+    if (identity.rank < 0) return std::nullopt;
+  }
+  if (const auto* ns = find(env, "PMIX_NAMESPACE")) {
+    identity.instance = *ns;
+  } else if (const auto* jobid = find(env, "OMPI_MCA_ess_base_jobid")) {
+    identity.instance = "ompi:" + *jobid;
+  } else if (const auto* job = find(env, "SLURM_JOB_ID"); job && step) {
+    identity.instance = "slurm:" + *job + "." + *step;
+  } else {
+    identity.instance = "unknown";
+  }
+  return identity;
+}
+
+Discovery discover_ranks(const JobSelector& selector) {
+  Discovery discovery;
+  const pid_t self = ::getpid();
+  const std::string host = hostname();
+
+  // Parent links of every process, for the launcher's descendants and for children of ranks.
+  std::map<pid_t, pid_t> parent_of;
+  std::map<pid_t, std::string> command_of;
+  for (const os::Pid pid : os::list_processes()) {
+    if (auto stat = os::read_stat(pid)) {
+      parent_of[pid.value] = stat->parent.value;
+      command_of[pid.value] = stat->comm;
+    }
+  }
+  auto descends_from = [&](pid_t pid, pid_t ancestor) {
+    for (int hops = 0; hops < 64 && pid > 1; ++hops) {
+      auto it = parent_of.find(pid);
+      if (it == parent_of.end()) return false;
+      pid = it->second;
+      if (pid == ancestor) return true;
+    }
+    return false;
+  };
+
+  std::map<pid_t, std::pair<DiscoveredRank, bool>> candidates;  // pid -> rank, selected
+  for (const auto& [pid_value, command] : command_of) {
+    if (pid_value == self || is_launcher_or_daemon(command)) continue;
+    if (selector.kind == JobSelector::Kind::Launcher && !descends_from(pid_value, selector.launcher.value)) {
+      continue;
+    }
+    const os::Pid pid{pid_value};
+    auto environment = os::read_environ(pid);
+    if (!environment) {
+      // Only worth reporting when we know the process is part of the job.
+      if (selector.kind == JobSelector::Kind::Launcher && errno != ENOENT && errno != ESRCH) {
+        discovery.problems.push_back("pid " + std::to_string(pid_value) + " (" + command +
+                                     "): cannot read its environment: " + std::strerror(errno));
+      }
+      continue;
+    }
+    std::vector<std::pair<std::string, std::string>> env(environment->begin(), environment->end());
+    if (selector.kind == JobSelector::Kind::Slurm) {
+      const auto* job = find(env, "SLURM_JOB_ID");
+      if (!job || *job != selector.job_id) continue;
+    } else if (selector.kind == JobSelector::Kind::Pbs) {
+      const auto* job = find(env, "PBS_JOBID");
+      // "123.server" matches "123" and "123.server".
+      if (!job || (*job != selector.job_id && job->substr(0, job->find('.')) != selector.job_id)) continue;
+    }
+    auto identity = rank_identity(env);
+    if (!identity) continue;
+    DiscoveredRank rank;
+    rank.rank = identity->rank;
+    rank.world_size = identity->world_size;
+    rank.pid = pid;
+    rank.threads = os::list_threads(pid).size();
+    rank.host = host;
+    rank.instance = identity->instance;
+    rank.command = command;
+    candidates.emplace(pid_value, std::make_pair(std::move(rank), true));
+  }
+  // A process whose parent is the same rank of the same instance is a child the rank forked.
+  for (auto& [pid_value, entry] : candidates) {
+    auto parent = candidates.find(parent_of[pid_value]);
+    if (parent != candidates.end() && parent->second.first.rank == entry.first.rank &&
+        parent->second.first.instance == entry.first.instance) {
+      entry.second = false;
+    }
+  }
+  for (auto& [pid_value, entry] : candidates) {
+    if (entry.second) discovery.ranks.push_back(std::move(entry.first));
+  }
+  std::sort(discovery.ranks.begin(), discovery.ranks.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.instance, a.rank) < std::tie(b.instance, b.rank);
+  });
+  return discovery;
+}
+
+}  // namespace parastack::sampler

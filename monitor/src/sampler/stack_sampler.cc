@@ -1,0 +1,296 @@
+#include "sampler/stack_sampler.h"
+
+#include <libunwind-ptrace.h>
+#include <sys/user.h>
+
+#include <cstring>
+#include <ctime>
+
+#include "os/proc.h"
+#include "sampler/process_image.h"
+
+namespace parastack::sampler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kMaxFrames = 256;  // bad unwind info must not walk forever
+
+// What is copied while a thread is stopped.
+struct Capture {
+  user_regs_struct regs{};
+  std::vector<std::uint8_t> stack;
+  std::uint64_t stack_start = 0;
+};
+
+// libunwind hands its accessors the `arg` of whoever called them, and _UPT_find_proc_info passes
+// its own UPT handle down to access_mem. So the capture being unwound cannot travel in `arg`: it is
+// this thread's current one, set for the duration of unwind_copy().
+struct UnwindContext {
+  os::Pid pid;
+  const Capture* capture;
+  void* upt;
+};
+thread_local const UnwindContext* current_unwind = nullptr;
+
+int copy_find_proc_info(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t* info,
+                        int need_unwind_info, void*) {
+  return _UPT_find_proc_info(space, ip, info, need_unwind_info, current_unwind->upt);
+}
+
+void copy_put_unwind_info(unw_addr_space_t space, unw_proc_info_t* info, void*) {
+  _UPT_put_unwind_info(space, info, current_unwind->upt);
+}
+
+int copy_get_dyn_info_list_addr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+
+int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int write, void*) {
+  if (write) return -UNW_EINVAL;
+  const Capture& c = *current_unwind->capture;
+  if (address >= c.stack_start && address + sizeof(unw_word_t) <= c.stack_start + c.stack.size()) {
+    std::memcpy(value, &c.stack[address - c.stack_start], sizeof(unw_word_t));
+    return 0;
+  }
+  // Outside the copy: unwind tables and other static data, read from the running process.
+  return read_remote(current_unwind->pid, address, value, sizeof(unw_word_t)) == sizeof(unw_word_t)
+             ? 0
+             : -UNW_EINVAL;
+}
+
+int copy_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* value, int write, void*) {
+  if (write) return -UNW_EINVAL;
+  const user_regs_struct& r = current_unwind->capture->regs;
+  switch (reg) {
+    case UNW_X86_64_RAX: *value = r.rax; break;
+    case UNW_X86_64_RDX: *value = r.rdx; break;
+    case UNW_X86_64_RCX: *value = r.rcx; break;
+    case UNW_X86_64_RBX: *value = r.rbx; break;
+    case UNW_X86_64_RSI: *value = r.rsi; break;
+    case UNW_X86_64_RDI: *value = r.rdi; break;
+    case UNW_X86_64_RBP: *value = r.rbp; break;
+    case UNW_X86_64_RSP: *value = r.rsp; break;
+    case UNW_X86_64_R8: *value = r.r8; break;
+    case UNW_X86_64_R9: *value = r.r9; break;
+    case UNW_X86_64_R10: *value = r.r10; break;
+    case UNW_X86_64_R11: *value = r.r11; break;
+    case UNW_X86_64_R12: *value = r.r12; break;
+    case UNW_X86_64_R13: *value = r.r13; break;
+    case UNW_X86_64_R14: *value = r.r14; break;
+    case UNW_X86_64_R15: *value = r.r15; break;
+    case UNW_X86_64_RIP: *value = r.rip; break;
+    default: return -UNW_EBADREG;
+  }
+  return 0;
+}
+
+int copy_access_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) {
+  return -UNW_EBADREG;
+}
+
+int copy_resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+
+int copy_get_proc_name(unw_addr_space_t, unw_word_t, char*, size_t, unw_word_t*, void*) {
+  return -UNW_ENOINFO;  // names come from our own symbol tables
+}
+
+std::chrono::nanoseconds thread_cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+struct Unwound {
+  std::vector<std::uint64_t> frames;
+  bool complete = false;
+};
+
+Unwound walk(unw_cursor_t& cursor) {
+  Unwound result;
+  for (int depth = 0; depth < kMaxFrames; ++depth) {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    result.frames.push_back(ip);
+    const int step = unw_step(&cursor);
+    if (step == 0) {
+      result.complete = true;
+      break;
+    }
+    if (step < 0) break;
+  }
+  return result;
+}
+
+Unwound unwind_copy(ProcessImage& image, const Capture& capture) {
+  const UnwindContext context{image.pid(), &capture, image.upt()};
+  current_unwind = &context;
+  Unwound result;
+  unw_cursor_t cursor;
+  if (unw_init_remote(&cursor, image.copy_address_space(), nullptr) == 0) result = walk(cursor);
+  current_unwind = nullptr;
+  return result;
+}
+
+struct ThreadResult {
+  std::optional<os::StopFailure> failure;
+  Unwound unwound;
+  std::chrono::nanoseconds stopped{0};
+};
+
+// Stops one thread, takes what the path needs, resumes it.
+ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions& options) {
+  ThreadResult result;
+  Capture capture;
+  {
+    const os::TerminationSignalsHeld held;  // a SIGTERM now is delivered after the detach
+    const auto begin = Clock::now();
+    auto stopped = os::StoppedThread::stop(image.pid(), tid);
+    if (auto* failure = std::get_if<os::StopFailure>(&stopped)) {
+      result.failure = *failure;
+      return result;
+    }
+    auto& thread = std::get<os::StoppedThread>(stopped);
+    if (os::ptrace_get_regs(tid, capture.regs) != os::PtraceStatus::Ok) {
+      result.failure = os::StopFailure::Exited;
+      return result;  // thread's destructor detaches
+    }
+    if (options.path == SamplePath::Fast) {
+      capture.stack.resize(options.stack_bytes);
+      capture.stack_start = capture.regs.rsp;
+      capture.stack.resize(read_remote(image.pid(), capture.stack_start, capture.stack.data(),
+                                       capture.stack.size()));
+    } else if (options.path == SamplePath::Naive) {
+      // Unwind through ptrace while stopped, naming every frame as we go: the slow way.
+      void* upt = _UPT_create(tid.value);
+      unw_cursor_t cursor;
+      if (upt && unw_init_remote(&cursor, image.ptrace_address_space(), upt) == 0) {
+        for (int depth = 0; depth < kMaxFrames; ++depth) {
+          unw_word_t ip = 0, offset = 0;
+          char name[256];
+          if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+          result.unwound.frames.push_back(ip);
+          unw_get_proc_name(&cursor, name, sizeof name, &offset);
+          const int step = unw_step(&cursor);
+          if (step == 0) {
+            result.unwound.complete = true;
+            break;
+          }
+          if (step < 0) break;
+        }
+      }
+      if (upt) _UPT_destroy(upt);
+    }
+    thread.detach();
+    result.stopped = Clock::now() - begin;
+  }
+  if (options.path == SamplePath::Fast) result.unwound = unwind_copy(image, capture);
+  return result;
+}
+
+}  // namespace
+
+unw_accessors_t copy_accessors = {copy_find_proc_info,  copy_put_unwind_info, copy_get_dyn_info_list_addr,
+                                  copy_access_mem,      copy_access_reg,      copy_access_fpreg,
+                                  copy_resume,          copy_get_proc_name};
+
+std::string RankSample::describe() const {
+  if (failure) return os::to_string(*failure);
+  if (state == stats::RankState::Unknown) return "unknown" + (note.empty() ? "" : ": " + note);
+  return std::string(stats::to_string(state));
+}
+
+StackSampler::StackSampler() = default;
+StackSampler::~StackSampler() = default;
+
+void StackSampler::forget(os::Pid pid) { images_.erase(pid.value); }
+
+ProcessImage* StackSampler::image_for(os::Pid pid, std::string& problem) {
+  auto stat = os::read_stat(pid);
+  if (!stat) {
+    images_.erase(pid.value);
+    problem = "exited";
+    return nullptr;
+  }
+  auto it = images_.find(pid.value);
+  if (it != images_.end() && it->second->start_ticks() != stat->start_ticks) {
+    images_.erase(it);  // the pid was reused by another process
+    it = images_.end();
+  }
+  if (it == images_.end()) {
+    auto image = ProcessImage::load(pid, problem);
+    if (!image) return nullptr;
+    it = images_.emplace(pid.value, std::move(image)).first;
+  }
+  return it->second.get();
+}
+
+RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
+  const auto cpu_begin = thread_cpu_now();
+  RankSample sample;
+  sample.pid = pid;
+  std::string problem;
+  ProcessImage* image = image_for(pid, problem);
+  if (!image) {
+    sample.failure = problem == "exited" ? os::StopFailure::Exited : os::StopFailure::Denied;
+    sample.note = problem;
+    sample.monitor_cpu = thread_cpu_now() - cpu_begin;
+    return sample;
+  }
+  sample.mpi_library_found = image->has_mpi();
+  if (!sample.mpi_library_found) sample.note = "no MPI library mapped";
+  sample.thread_multiple = image->thread_multiple();
+  const bool any_thread = options.threads == ThreadRule::AnyThread ||
+                          (options.threads == ThreadRule::Auto && sample.thread_multiple);
+  std::vector<os::Tid> threads{os::main_thread(pid)};
+  if (any_thread) threads = os::list_threads(pid);
+
+  bool unknown = false;
+  std::optional<Unwound> deciding;
+  std::optional<Classification> decision;
+  for (const os::Tid tid : threads) {
+    ThreadResult thread = sample_thread(*image, tid, options);
+    sample.stopped += thread.stopped;
+    if (thread.failure) {
+      // A helper thread that exits is no news; the main thread failing is the sample's failure.
+      if (tid == os::main_thread(pid)) sample.failure = thread.failure;
+      continue;
+    }
+    ++sample.threads_sampled;
+    if (options.path == SamplePath::Bare) continue;
+    const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image->mpi_code());
+    if (c.state == stats::RankState::InMpi) {
+      deciding = std::move(thread.unwound);
+      decision = c;
+      break;  // one thread in MPI decides
+    }
+    unknown |= c.state == stats::RankState::Unknown;
+    if (!deciding) {
+      deciding = std::move(thread.unwound);
+      decision = c;
+    }
+  }
+  if (sample.failure || options.path == SamplePath::Bare || !decision) {
+    sample.monitor_cpu = thread_cpu_now() - cpu_begin;
+    return sample;
+  }
+  sample.state = decision->state;
+  if (sample.state == stats::RankState::OutMpi && unknown) {
+    sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
+  }
+  if (sample.state == stats::RankState::Unknown) {
+    sample.note = "incomplete unwind (" + std::to_string(deciding->frames.size()) + " frames)";
+  }
+  if (decision->entry_frame) {
+    const std::size_t i = *decision->entry_frame;
+    sample.mpi_function = image->describe(deciding->frames[i] - (i > 0 ? 1 : 0)).function;
+  }
+  if (options.frames) {
+    for (std::size_t i = 0; i < deciding->frames.size(); ++i) {
+      Frame frame = image->describe(deciding->frames[i] - (i > 0 ? 1 : 0));
+      frame.address = deciding->frames[i];
+      sample.frames.push_back(std::move(frame));
+    }
+  }
+  sample.monitor_cpu = thread_cpu_now() - cpu_begin;
+  return sample;
+}
+
+}  // namespace parastack::sampler

@@ -1,0 +1,86 @@
+// Samples one rank: stops its thread(s) as briefly as the hardware allows, classifies IN_MPI or
+// OUT_MPI, and names the MPI call it is in.
+//
+// Fast path (default): PTRACE_SEIZE + INTERRUPT, copy the registers and the top of the stack
+// (process_vm_readv), detach, and only then unwind the copy with libunwind. The target is stopped
+// for the copy alone; the unwind reads the stack from the copy and static data (unwind tables)
+// from the running process, which does not change them. The naive path (unwind through ptrace with
+// unw_get_proc_name while stopped) and the bare stop (interrupt, getregs, detach) exist for the
+// benchmark that justifies this (docs/sampler.md).
+//
+// We seize and detach around every sample rather than staying attached: staying seized blocks
+// debuggers (gdb, STAT get EPERM), turns every signal to the rank into a stop we must forward, and
+// mishandles job-control stops, for a saving of 1-3 us.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "os/ids.h"
+#include "os/stopped_thread.h"
+#include "sampler/frame.h"
+#include "parastack/stats/verification.h"
+
+namespace parastack::sampler {
+
+class ProcessImage;
+
+enum class SamplePath {
+  Fast,   // copy while stopped, unwind afterwards (default)
+  Naive,  // unwind through ptrace and name frames while stopped
+  Bare,   // stop, read registers, resume: the floor, no classification
+};
+
+enum class ThreadRule {
+  Auto,        // all threads if the rank runs MPI_THREAD_MULTIPLE (Open MPI tells), else main thread
+  MainThread,  // only the main thread can be in MPI (SINGLE, FUNNELED)
+  AnyThread,   // IN_MPI if any thread is in MPI (§6, SERIALIZED and MULTIPLE)
+};
+
+struct SampleOptions {
+  SamplePath path = SamplePath::Fast;
+  ThreadRule threads = ThreadRule::Auto;
+  bool frames = false;                 // also return the deciding thread's named frames
+  std::size_t stack_bytes = 32 * 1024; // copied from the stack pointer up
+};
+
+struct RankSample {
+  os::Pid pid;
+  stats::RankState state = stats::RankState::Unknown;
+  std::optional<os::StopFailure> failure;  // the rank could not be stopped
+  std::string note;                        // why Unknown, or anything unusual
+  std::string mpi_function;                // the MPI call the application made (when IN_MPI)
+  std::vector<Frame> frames;               // with SampleOptions::frames
+  std::size_t threads_sampled = 0;
+  bool mpi_library_found = false;
+  bool thread_multiple = false;
+  std::chrono::nanoseconds stopped{0};     // how long the target was stopped, all threads
+  std::chrono::nanoseconds monitor_cpu{0}; // the monitor's CPU time for this sample
+
+  // "IN_MPI", "OUT_MPI", or the failure / unknown reason.
+  std::string describe() const;
+};
+
+class StackSampler {
+ public:
+  StackSampler();
+  ~StackSampler();
+  StackSampler(const StackSampler&) = delete;
+  StackSampler& operator=(const StackSampler&) = delete;
+
+  RankSample sample(os::Pid pid, const SampleOptions& options = {});
+
+  // Forget what is cached about processes that are gone.
+  void forget(os::Pid pid);
+
+ private:
+  ProcessImage* image_for(os::Pid pid, std::string& problem);
+  std::unordered_map<pid_t, std::unique_ptr<ProcessImage>> images_;
+};
+
+}  // namespace parastack::sampler
