@@ -1,0 +1,377 @@
+// The node sampler on real processes: Open MPI jobs the suite launches (tests/programs), real
+// ptrace, real libunwind. Every job is an RAII MpiJob that kills its processes whatever happens.
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <set>
+#include <random>
+#include <thread>
+
+#include "os/proc.h"
+#include "sampler/classify.h"
+#include "sampler/rank_discovery.h"
+#include "sampler/stack_sampler.h"
+#include "support/mpi_job.h"
+
+namespace parastack {
+namespace {
+
+using namespace std::chrono_literals;
+using sampler::RankSample;
+using sampler::SampleOptions;
+using sampler::StackSampler;
+using stats::RankState;
+using testing::MpiJob;
+using testing::test_program;
+
+// Samples until `expected` holds in `consecutive` samples in a row (a rank needs a moment after
+// writing its ready file to enter its call), or the deadline passes; returns the last sample.
+RankSample settle(StackSampler& sampler, os::Pid pid, RankState expected,
+                  const SampleOptions& options = {}, int consecutive = 3) {
+  RankSample last;
+  int in_a_row = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    last = sampler.sample(pid, options);
+    in_a_row = last.state == expected ? in_a_row + 1 : 0;
+    if (in_a_row >= consecutive) break;
+    std::this_thread::sleep_for(5ms);  // pacing between samples, not synchronisation
+  }
+  return last;
+}
+
+// Waits until the process has used more CPU than now: it is running, not left stopped.
+bool makes_progress(os::Pid pid, std::chrono::seconds within = 10s) {
+  const auto before = os::read_stat(pid);
+  if (!before) return false;
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto now = os::read_stat(pid);
+    if (!now) return false;
+    if (now->state != 't' && now->state != 'T' && now->cpu_ticks > before->cpu_ticks) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+struct BlockingCall {
+  const char* mode;
+  const char* mpi_function;
+};
+
+class BlockedRanks : public ::testing::TestWithParam<BlockingCall> {};
+
+TEST_P(BlockedRanks, AreInMpiAndTheComputingRankIsNot) {
+  MpiJob job(4, test_program("ps_target"), {GetParam().mode, "compute"});
+  const auto launched = job.wait_ready();
+  // Discovery finds exactly these ranks, with these pids.
+  const auto found = sampler::discover_ranks({sampler::JobSelector::Kind::Launcher, os::Pid{job.launcher_pid()}, {}});
+  ASSERT_EQ(found.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(found.ranks[r].rank, r);
+    EXPECT_EQ(found.ranks[r].pid.value, launched[r].pid);
+    EXPECT_EQ(found.ranks[r].world_size, 4);
+    EXPECT_GE(found.ranks[r].threads, 1u);
+  }
+  StackSampler sampler;
+  for (int r = 0; r < 3; ++r) {
+    const auto s = settle(sampler, os::Pid{launched[r].pid}, RankState::InMpi);
+    EXPECT_EQ(s.state, RankState::InMpi) << "rank " << r << ": " << s.describe();
+    EXPECT_EQ(s.mpi_function, GetParam().mpi_function) << "rank " << r;
+  }
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  const auto computing = settle(sampler, os::Pid{launched[3].pid}, RankState::OutMpi, with_frames);
+  EXPECT_EQ(computing.state, RankState::OutMpi) << computing.describe();
+  // Several frames deep, named from the program's symbols.
+  std::vector<std::string> names;
+  for (const auto& f : computing.frames) names.push_back(f.function);
+  EXPECT_NE(std::find(names.begin(), names.end(), "compute_kernel"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "main"), names.end());
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, BlockedRanks,
+                         ::testing::Values(BlockingCall{"wait", "MPI_Wait"},
+                                           BlockingCall{"barrier", "MPI_Barrier"},
+                                           BlockingCall{"allreduce", "MPI_Allreduce"},
+                                           BlockingCall{"recv", "MPI_Recv"}),
+                         [](const auto& test) { return std::string(test.param.mode); });
+
+// The two holes of the name rule, on live ranks.
+TEST(Sampler, FinalizeIsInMpiAndAnApplicationMpiNameIsNot) {
+  MpiJob job(3, test_program("ps_target"), {"finalize", "halo"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  for (int r = 0; r < 2; ++r) {
+    const auto s = settle(sampler, os::Pid{launched[r].pid}, RankState::InMpi, with_frames);
+    EXPECT_EQ(s.state, RankState::InMpi) << "rank " << r << ": " << s.describe();
+    std::vector<std::string_view> names;
+    for (const auto& f : s.frames) names.push_back(f.function);
+    // No MPI_ frame at all: the name rule would call this rank OUT_MPI.
+    EXPECT_EQ(sampler::classify_by_name(names, true), RankState::OutMpi) << "rank " << r;
+  }
+  const auto halo = settle(sampler, os::Pid{launched[2].pid}, RankState::OutMpi, with_frames);
+  EXPECT_EQ(halo.state, RankState::OutMpi) << halo.describe();
+  std::vector<std::string_view> names;
+  for (const auto& f : halo.frames) names.push_back(f.function);
+  EXPECT_NE(std::find(names.begin(), names.end(), "mpi_exchange_halo"), names.end());
+  EXPECT_EQ(sampler::classify_by_name(names, true), RankState::InMpi);  // the name rule is fooled
+}
+
+TEST(Sampler, BusyPollingRankIsSeenInMpiTestOrItsLoop) {
+  MpiJob job(3, test_program("ps_target"), {"testpoll", "compute"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  int in_test = 0;
+  for (int i = 0; i < 60; ++i) {
+    const auto s = sampler.sample(os::Pid{launched[0].pid});
+    ASSERT_FALSE(s.failure) << s.describe();
+    if (s.state == RankState::InMpi) {
+      EXPECT_EQ(s.mpi_function, "MPI_Test");
+      ++in_test;
+    }
+  }
+  EXPECT_GT(in_test, 0);
+}
+
+TEST(Sampler, FortranRanks) {
+  MpiJob job(3, test_program("ps_target_fortran"), {});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  for (int r = 0; r < 2; ++r) {
+    const auto s = settle(sampler, os::Pid{launched[r].pid}, RankState::InMpi);
+    EXPECT_EQ(s.state, RankState::InMpi) << s.describe();
+    EXPECT_EQ(s.mpi_function, "MPI_Barrier");
+  }
+  EXPECT_EQ(settle(sampler, os::Pid{launched[2].pid}, RankState::OutMpi).state, RankState::OutMpi);
+}
+
+TEST(Sampler, ThreadMultipleRankIsInMpiWhenAnyThreadIs) {
+  MpiJob job(2, test_program("ps_hybrid"), {"multiple"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  const os::Pid pid{launched[0].pid};
+  const auto any = settle(sampler, pid, RankState::InMpi);
+  EXPECT_TRUE(any.thread_multiple);
+  EXPECT_EQ(any.state, RankState::InMpi) << any.describe();
+  EXPECT_EQ(any.mpi_function, "MPI_Recv");
+  EXPECT_GE(any.threads_sampled, 2u);
+  SampleOptions main_only;
+  main_only.threads = sampler::ThreadRule::MainThread;
+  EXPECT_EQ(settle(sampler, pid, RankState::OutMpi, main_only).state, RankState::OutMpi);
+}
+
+TEST(Sampler, FunneledRankIsJudgedByItsMainThread) {
+  MpiJob job(2, test_program("ps_hybrid"), {"funneled"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  const auto s = settle(sampler, os::Pid{launched[1].pid}, RankState::OutMpi);
+  EXPECT_FALSE(s.thread_multiple);
+  EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
+  EXPECT_EQ(s.threads_sampled, 1u);
+}
+
+TEST(Discovery, TwoMpiProgramsInOneJobAreTwoInstances) {
+  const std::string job_id = "pstest" + std::to_string(::getpid());
+  MpiJob first(3, test_program("ps_target"), {"barrier", "compute"}, {"SLURM_JOB_ID=" + job_id});
+  MpiJob second(2, test_program("ps_target"), {"allreduce", "compute"}, {"SLURM_JOB_ID=" + job_id});
+  const auto a = first.wait_ready();
+  const auto b = second.wait_ready();
+  const auto found = sampler::discover_ranks({sampler::JobSelector::Kind::Slurm, {}, job_id});
+  ASSERT_EQ(found.ranks.size(), 5u);
+  std::map<std::string, std::vector<int>> by_instance;
+  std::set<pid_t> pids;
+  for (const auto& r : found.ranks) {
+    by_instance[r.instance].push_back(r.rank);
+    pids.insert(r.pid.value);
+  }
+  ASSERT_EQ(by_instance.size(), 2u);
+  std::vector<std::vector<int>> rank_lists;
+  for (auto& [instance, ranks] : by_instance) rank_lists.push_back(ranks);
+  std::sort(rank_lists.begin(), rank_lists.end(), [](auto& x, auto& y) { return x.size() < y.size(); });
+  EXPECT_EQ(rank_lists[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(rank_lists[1], (std::vector<int>{0, 1, 2}));
+  for (const auto& r : a) EXPECT_TRUE(pids.contains(r.pid));
+  for (const auto& r : b) EXPECT_TRUE(pids.contains(r.pid));
+}
+
+TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
+  MpiJob job(2, test_program("ps_target"), {"exit", "1"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  int valid = 0, exited = 0;
+  while (::kill(job.launcher_pid(), 0) == 0 || exited == 0) {
+    for (const auto& r : launched) {
+      const auto s = sampler.sample(os::Pid{r.pid});
+      if (s.failure) {
+        EXPECT_TRUE(*s.failure == os::StopFailure::Exited || *s.failure == os::StopFailure::Zombie)
+            << s.describe();
+        ++exited;
+      } else {
+        ++valid;
+      }
+    }
+    if (valid + exited > 100000) break;
+  }
+  EXPECT_GT(valid, 0);
+  EXPECT_GT(exited, 0);
+  EXPECT_EQ(job.wait_exit(30s), 0);
+}
+
+TEST(Sampler, NonMpiProcessIsOutOfMpiAndNotARank) {
+  testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+  child.wait_ready_file("nompi", 30s);
+  StackSampler sampler;
+  const auto s = settle(sampler, os::Pid{child.pid()}, RankState::OutMpi);
+  EXPECT_EQ(s.state, RankState::OutMpi);
+  EXPECT_FALSE(s.mpi_library_found);
+  EXPECT_EQ(s.note, "no MPI library mapped");
+  EXPECT_TRUE(sampler::discover_ranks({sampler::JobSelector::Kind::Launcher, os::Pid{::getpid()}, {}}).ranks.empty());
+}
+
+TEST(Sampler, ProcessOfAnotherUserIsAClearPermissionError) {
+  testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+  child.wait_ready_file("nompi", 30s);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t sampler_process = ::fork();
+  if (sampler_process == 0) {
+    // As nobody, sample a root-owned process.
+    ::close(pipe_fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(3);
+    }
+    StackSampler sampler;
+    const auto s = sampler.sample(os::Pid{child.pid()});
+    const std::string result = s.describe();
+    ::write(pipe_fds[1], result.data(), result.size());
+    ::_exit(s.failure && *s.failure == os::StopFailure::Denied ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  char buffer[256] = {};
+  const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer - 1);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(sampler_process, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "as nobody: " << std::string(buffer, n > 0 ? n : 0);
+  EXPECT_EQ(std::string(buffer, n > 0 ? n : 0), "permission denied");
+  EXPECT_TRUE(makes_progress(os::Pid{child.pid()}));
+}
+
+TEST(Sampler, ZombieIsReportedAsSuch) {
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  // Await the zombie state; it is not reaped until the end of the test.
+  for (int i = 0; i < 1000; ++i) {
+    const auto stat = os::read_stat(os::Pid{zombie});
+    if (stat && stat->state == 'Z') break;
+    std::this_thread::sleep_for(2ms);
+  }
+  StackSampler sampler;
+  const auto s = sampler.sample(os::Pid{zombie});
+  ASSERT_TRUE(s.failure.has_value());
+  EXPECT_TRUE(*s.failure == os::StopFailure::Zombie || *s.failure == os::StopFailure::Exited) << s.describe();
+  ::waitpid(zombie, nullptr, 0);
+}
+
+TEST(Sampler, JobControlStoppedProcessStaysStopped) {
+  testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+  child.wait_ready_file("nompi", 30s);
+  const os::Pid pid{child.pid()};
+  ASSERT_EQ(::kill(pid.value, SIGSTOP), 0);
+  for (int i = 0; i < 1000 && os::read_stat(pid)->state != 'T'; ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_EQ(os::read_stat(pid)->state, 'T');
+  StackSampler sampler;
+  const auto s = sampler.sample(pid);
+  EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
+  EXPECT_EQ(os::read_stat(pid)->state, 'T');  // still stopped, as its owner left it
+  ASSERT_EQ(::kill(pid.value, SIGCONT), 0);
+  EXPECT_TRUE(makes_progress(pid));
+}
+
+TEST(Sampler, ProcessHeldByADebuggerIsReportedAndReleasedLater) {
+  testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+  child.wait_ready_file("nompi", 30s);
+  const os::Pid pid{child.pid()};
+  // This test thread plays the debugger.
+  ASSERT_EQ(::ptrace(PTRACE_SEIZE, pid.value, nullptr, nullptr), 0);
+  StackSampler sampler;
+  std::optional<os::StopFailure> failure;
+  std::thread other([&] { failure = sampler.sample(pid).failure; });  // a different tracer thread
+  other.join();
+  EXPECT_EQ(failure, os::StopFailure::AlreadyTraced);
+  // The debugger lets go (detaching needs the tracee stopped).
+  ASSERT_EQ(::ptrace(PTRACE_INTERRUPT, pid.value, nullptr, nullptr), 0);
+  ASSERT_EQ(::waitpid(pid.value, nullptr, __WALL), pid.value);
+  ASSERT_EQ(::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr), 0);
+  EXPECT_EQ(settle(sampler, pid, RankState::OutMpi).state, RankState::OutMpi);
+  EXPECT_TRUE(makes_progress(pid));
+}
+
+TEST(Sampler, GdbCanAttachWhileRanksAreBeingSampled) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "compute"});
+  const auto launched = job.wait_ready();
+  std::atomic<bool> stop{false};
+  std::atomic<int> samples{0};
+  std::thread loop([&] {
+    StackSampler sampler;
+    while (!stop) {
+      for (const auto& r : launched) {
+        sampler.sample(os::Pid{r.pid});
+        ++samples;
+      }
+    }
+  });
+  const std::string gdb = "timeout 60 gdb -nx -batch -p " + std::to_string(launched[0].pid) +
+                          " -ex 'info threads' -ex detach >/dev/null 2>&1";
+  const int status = std::system(gdb.c_str());
+  stop = true;
+  loop.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "gdb could not attach";
+  EXPECT_GT(samples.load(), 0);
+  for (const auto& r : launched) EXPECT_TRUE(makes_progress(os::Pid{r.pid})) << "rank " << r.rank;
+}
+
+// The monitor killed at any moment of its sample loop (SIGKILL, then SIGTERM) never leaves a rank
+// stopped: every rank keeps running afterwards.
+void kill_monitor_repeatedly(int signal) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "compute"});
+  const auto launched = job.wait_ready();
+  std::mt19937 rng(static_cast<unsigned>(signal));
+  std::uniform_int_distribution<int> delay_us(200, 30000);
+  for (int round = 0; round < 25; ++round) {
+    const pid_t monitor = ::fork();
+    if (monitor == 0) {
+      const std::string launcher = std::to_string(job.launcher_pid());
+      ::execl(PARASTACK_BIN, PARASTACK_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop",
+              "0.0001", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment
+    ::kill(monitor, signal);
+    int status = 0;
+    ::waitpid(monitor, &status, 0);
+    for (const auto& r : launched) {
+      const auto stat = os::read_stat(os::Pid{r.pid});
+      ASSERT_TRUE(stat.has_value());
+      EXPECT_NE(stat->state, 't') << "round " << round << ": rank " << r.rank << " left in a trace stop";
+      ASSERT_TRUE(makes_progress(os::Pid{r.pid})) << "round " << round << ": rank " << r.rank;
+    }
+  }
+}
+
+TEST(Sampler, SigkillOfTheMonitorNeverLeavesARankStopped) { kill_monitor_repeatedly(SIGKILL); }
+TEST(Sampler, SigtermOfTheMonitorNeverLeavesARankStopped) { kill_monitor_repeatedly(SIGTERM); }
+
+}  // namespace
+}  // namespace parastack

@@ -1,0 +1,188 @@
+#include "support/mpi_job.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+namespace parastack::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Orphans of a killed launcher (ranks whose mpirun died first) are re-parented to this process
+// instead of init, so the destructors can still find and reap them.
+const bool subreaper = [] { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }();
+
+std::map<pid_t, pid_t> parent_links() {
+  std::map<pid_t, pid_t> parent_of;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int parent = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) == 2) {
+      parent_of[std::stoi(name)] = parent;
+    }
+  }
+  return parent_of;
+}
+
+void reap_orphans() {
+  while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+  }
+}
+
+}  // namespace
+
+std::string test_program(const std::string& name) {
+  return std::string(PARASTACK_TEST_PROGRAMS_DIR) + "/" + name;
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "parastack-test-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<std::string> mpi_test_environment() {
+  return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+          "OMPI_MCA_mpi_yield_when_idle=1"};
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::vector<std::string>& extra_environment) {
+  (void)subreaper;
+  std::vector<std::string> environment{"PS_READY_DIR=" + ready_.path().string()};
+  environment.insert(environment.end(), extra_environment.begin(), extra_environment.end());
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    for (const auto& assignment : environment) ::putenv(const_cast<char*>(assignment.c_str()));
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid_, pid_);  // also from the parent, so it holds before either side runs on
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ <= 0) return;
+  // Descendants first (they may have left the group), then the group, then reap.
+  for (int round = 0; round < 3; ++round) {
+    const auto others = descendants();
+    for (pid_t p : others) ::kill(p, SIGKILL);
+    if (status_ < 0) ::kill(-pid_, SIGKILL), ::kill(pid_, SIGKILL);
+    if (status_ < 0) ::waitpid(pid_, nullptr, 0), status_ = 0;
+    reap_orphans();
+    if (others.empty()) break;
+  }
+}
+
+std::vector<pid_t> ChildProcess::descendants() const {
+  const auto parent_of = parent_links();
+  std::vector<pid_t> found;
+  for (const auto& [pid, parent] : parent_of) {
+    pid_t p = parent;
+    for (int hops = 0; hops < 64 && p > 1; ++hops) {
+      if (p == pid_) {
+        found.push_back(pid);
+        break;
+      }
+      auto it = parent_of.find(p);
+      if (it == parent_of.end()) break;
+      p = it->second;
+    }
+  }
+  // Orphans re-parented to us (the subreaper) that belonged to our process group.
+  for (const auto& [pid, parent] : parent_of) {
+    if (parent == ::getpid() && pid != pid_ && ::getpgid(pid) == pid_) found.push_back(pid);
+  }
+  return found;
+}
+
+bool ChildProcess::running() {
+  if (status_ >= 0) return false;
+  int status = 0;
+  const pid_t got = ::waitpid(pid_, &status, WNOHANG);
+  if (got == pid_) {
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+  return true;
+}
+
+int ChildProcess::wait_exit(std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (running()) {
+    if (Clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(10ms);  // polling a condition (the child's exit), bounded
+  }
+  return status_;
+}
+
+pid_t ChildProcess::wait_ready_file(const std::string& name, std::chrono::seconds timeout) {
+  const auto path = ready_.path() / name;
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    std::ifstream file(path);
+    pid_t pid = -1;
+    if (file >> pid) return pid;
+    if (!running()) {
+      throw std::runtime_error("the process exited (status " + std::to_string(status_) +
+                               ") before writing " + path.string());
+    }
+    if (Clock::now() > deadline) throw std::runtime_error("timed out waiting for " + path.string());
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+MpiJob::MpiJob(int ranks, const std::string& program, const std::vector<std::string>& args,
+               const std::vector<std::string>& extra_environment)
+    : ranks_(ranks),
+      launcher_(
+          [&] {
+            std::vector<std::string> argv{"mpirun", "--oversubscribe", "-np", std::to_string(ranks),
+                                          program};
+            argv.insert(argv.end(), args.begin(), args.end());
+            return argv;
+          }(),
+          [&] {
+            auto environment = mpi_test_environment();
+            environment.insert(environment.end(), extra_environment.begin(), extra_environment.end());
+            return environment;
+          }()) {}
+
+std::vector<LaunchedRank> MpiJob::wait_ready(std::chrono::seconds timeout) {
+  std::vector<LaunchedRank> launched;
+  for (int r = 0; r < ranks_; ++r) {
+    launched.push_back({r, launcher_.wait_ready_file("rank." + std::to_string(r), timeout)});
+  }
+  return launched;
+}
+
+}  // namespace parastack::testing
