@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   const auto ranks = add_ranks_command(app);
   const auto stack = add_stack_command(app);
   const auto sample_bench = add_sample_bench_command(app);
+  const auto stackbench = add_stackbench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("ranks")) return ranks();
     if (app.got_subcommand("stack")) return stack();
     if (app.got_subcommand("sample-bench")) return sample_bench();
+    if (app.got_subcommand("stackbench")) return stackbench();
   } catch (const std::exception& e) {
     std::cerr << "parastack: " << e.what() << "\n";
     return kExitUsage;
