@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "parastack/stats/hang_model.h"
+#include "sampler/rank_discovery.h"
 
 namespace parastack::cli {
 
@@ -14,6 +15,23 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;  // bad options or unreadable/invalid input
 inline constexpr int kExitHang = 3;   // a hang was confirmed
 inline constexpr int kExitNoRanks = 4; // no MPI rank was found
+inline constexpr int kExitNotMpi = 5;  // run: no MPI rank appeared within the startup timeout
+
+// The site configuration `parastack run` reads (PARASTACK_CONFIG or --config override the path).
+inline constexpr const char* kSiteConfig = "/etc/parastack/parastack.conf";
+
+// Which job a command looks at: exactly one of --slurm-job ID, --pbs-job ID, --pid LAUNCHER.
+class JobSelectorOptions {
+ public:
+  void add_to(CLI::App& command);
+  // The selector, or nullopt after telling the user (prefixed by `who`) what is missing.
+  std::optional<sampler::JobSelector> selector(const std::string& who) const;
+
+ private:
+  std::string slurm_job_, pbs_job_;
+  int launcher_ = 0;
+  CLI::Option *slurm_ = nullptr, *pbs_ = nullptr, *pid_ = nullptr;
+};
 
 // Model options shared by every command that runs the model (--alpha, --budget, ...).
 void add_model_options(CLI::App& command, stats::ModelConfig& config);
@@ -24,5 +42,7 @@ std::function<int()> add_ranks_command(CLI::App& app);
 std::function<int()> add_stack_command(CLI::App& app);
 std::function<int()> add_sample_bench_command(CLI::App& app);
 std::function<int()> add_stackbench_command(CLI::App& app);
+std::function<int()> add_run_command(CLI::App& app);
+std::function<int()> add_stacks_command(CLI::App& app);
 
 }  // namespace parastack::cli

@@ -55,6 +55,24 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
       ->capture_default_str();
 }
 
+void JobSelectorOptions::add_to(CLI::App& command) {
+  slurm_ = command.add_option("--slurm-job", slurm_job_, "A Slurm job id");
+  pbs_ = command.add_option("--pbs-job", pbs_job_, "A PBS/Torque job id");
+  pid_ = command.add_option("--pid", launcher_, "The launcher's pid (mpirun, srun...)")->check(CLI::PositiveNumber);
+  slurm_->excludes(pbs_)->excludes(pid_);
+  pbs_->excludes(pid_);
+}
+
+std::optional<sampler::JobSelector> JobSelectorOptions::selector(const std::string& who) const {
+  if (slurm_->count() + pbs_->count() + pid_->count() != 1) {
+    std::cerr << who << ": give one of --slurm-job, --pbs-job or --pid\n";
+    return std::nullopt;
+  }
+  if (slurm_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Slurm, {}, slurm_job_};
+  if (pbs_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Pbs, {}, pbs_job_};
+  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher, os::Pid{launcher_}, {}};
+}
+
 }  // namespace parastack::cli
 
 int main(int argc, char** argv) {
@@ -68,6 +86,8 @@ int main(int argc, char** argv) {
   const auto stack = add_stack_command(app);
   const auto sample_bench = add_sample_bench_command(app);
   const auto stackbench = add_stackbench_command(app);
+  const auto run = add_run_command(app);
+  const auto stacks = add_stacks_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -81,6 +101,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("stack")) return stack();
     if (app.got_subcommand("sample-bench")) return sample_bench();
     if (app.got_subcommand("stackbench")) return stackbench();
+    if (app.got_subcommand("run")) return run();
+    if (app.got_subcommand("stacks")) return stacks();
   } catch (const std::exception& e) {
     std::cerr << "parastack: " << e.what() << "\n";
     return kExitUsage;

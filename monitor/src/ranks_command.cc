@@ -11,20 +11,11 @@ namespace parastack::cli {
 namespace {
 
 struct RanksOptions {
-  std::string slurm_job, pbs_job;
-  int launcher = 0;
+  JobSelectorOptions job;
   bool json = false;
 };
 
-int run_ranks(const RanksOptions& options) {
-  sampler::JobSelector selector;
-  if (!options.slurm_job.empty()) {
-    selector = {sampler::JobSelector::Kind::Slurm, {}, options.slurm_job};
-  } else if (!options.pbs_job.empty()) {
-    selector = {sampler::JobSelector::Kind::Pbs, {}, options.pbs_job};
-  } else {
-    selector = {sampler::JobSelector::Kind::Launcher, os::Pid{options.launcher}, {}};
-  }
+int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector) {
   const auto discovery = sampler::discover_ranks(selector);
   for (const auto& problem : discovery.problems) std::cerr << "parastack ranks: " << problem << "\n";
   sampler::StackSampler stack_sampler;
@@ -62,19 +53,11 @@ std::function<int()> add_ranks_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "ranks", "List the MPI ranks of a job on this node with their state (IN_MPI, OUT_MPI or why "
                "it could not be sampled).");
-  auto* slurm = command->add_option("--slurm-job", options->slurm_job, "A Slurm job id");
-  auto* pbs = command->add_option("--pbs-job", options->pbs_job, "A PBS/Torque job id");
-  auto* pid = command->add_option("--pid", options->launcher, "The launcher's pid (mpirun, srun...)")
-                  ->check(CLI::PositiveNumber);
-  slurm->excludes(pbs)->excludes(pid);
-  pbs->excludes(pid);
+  options->job.add_to(*command);
   command->add_flag("--json", options->json, "A JSON array of {rank, pid, host, state, ...}");
-  return [options, slurm, pbs, pid] {
-    if (slurm->count() + pbs->count() + pid->count() != 1) {
-      std::cerr << "parastack ranks: give one of --slurm-job, --pbs-job or --pid\n";
-      return kExitUsage;
-    }
-    return run_ranks(*options);
+  return [options] {
+    const auto selector = options->job.selector("parastack ranks");
+    return selector ? run_ranks(*options, *selector) : kExitUsage;
   };
 }
 

@@ -64,16 +64,24 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 std::vector<std::string> mpi_test_environment() {
   return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
           "OMPI_MCA_mpi_yield_when_idle=1"};
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::vector<std::string>& extra_environment) {
+                           const std::vector<std::string>& extra_environment)
+    : ChildProcess(argv, ChildOptions{extra_environment, {}, {}, {}}) {}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options) {
   (void)subreaper;
   std::vector<std::string> environment{"PS_READY_DIR=" + ready_.path().string()};
-  environment.insert(environment.end(), extra_environment.begin(), extra_environment.end());
+  environment.insert(environment.end(), options.environment.begin(), options.environment.end());
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
   if (pid_ == 0) {
@@ -81,6 +89,14 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
     for (const auto& assignment : environment) ::putenv(const_cast<char*>(assignment.c_str()));
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
+    auto redirect = [](const std::string& path, int fd) {
+      if (path.empty()) return;
+      const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (file >= 0) ::dup2(file, fd);
+    };
+    redirect(options.stdout_path, STDOUT_FILENO);
+    redirect(options.stderr_path, STDERR_FILENO);
+    if (!options.working_directory.empty() && ::chdir(options.working_directory.c_str()) != 0) ::_exit(126);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

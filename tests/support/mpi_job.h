@@ -31,10 +31,17 @@ class TempDir {
 
 // A forked and exec'ed child in its own process group. The destructor kills the group and every
 // descendant with SIGKILL and reaps the child.
+struct ChildOptions {
+  std::vector<std::string> environment;  // NAME=VALUE, added to the test's own
+  std::string stdout_path, stderr_path;  // empty: inherited
+  std::string working_directory;         // empty: the test's
+};
+
 class ChildProcess {
  public:
   explicit ChildProcess(const std::vector<std::string>& argv,
                         const std::vector<std::string>& extra_environment = {});
+  ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -77,6 +84,9 @@ class MpiJob {
   int ranks_;
   ChildProcess launcher_;
 };
+
+// A file's whole content ("" if it cannot be read).
+std::string read_file(const std::filesystem::path& path);
 
 // The environment every test job gets: run as root, yield when idle (ranks outnumber cores).
 std::vector<std::string> mpi_test_environment();

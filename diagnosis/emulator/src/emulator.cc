@@ -1,5 +1,7 @@
 #include "parastack/stackbench/emulator.h"
 
+#include "parastack/stats/random.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,36 +16,24 @@ using diagnosis::Frame;
 using diagnosis::PrefixTree;
 using diagnosis::StackTrace;
 
-// splitmix64: tiny state, so seeding per class costs nothing, and good enough for shapes.
-class SplitMix {
- public:
-  explicit SplitMix(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>(next() % n); }
+using stats::SplitMix;  // tiny state: seeding one generator per class costs nothing
 
- private:
-  std::uint64_t state_;
-};
+std::uint32_t below(SplitMix& rng, std::uint32_t n) { return static_cast<std::uint32_t>(rng.below(n)); }
 
 StackTrace generate_trace(SplitMix& rng, const Workload& workload) {
   // STATBench prepends __libc_start_main and main. We also end most traces in an MPI call with
   // two library-internal frames below it, which the default pruning folds away, as it would
   // Open MPI's progress engine in a real hang.
   StackTrace trace{{"__libc_start_main", "libc.so.6", "", false}, {"main", "app", "", false}};
-  const std::uint32_t calls = 1 + rng.below(std::max(workload.depth, 1u));
+  const std::uint32_t calls = 1 + below(rng, std::max(workload.depth, 1u));
   for (std::uint32_t i = 0; i < calls; ++i) {
     trace.push_back(
-        {"fn" + std::to_string(rng.below(std::max(workload.breadth, 1u))), "app", "", false});
+        {"fn" + std::to_string(below(rng, std::max(workload.breadth, 1u))), "app", "", false});
   }
   static constexpr const char* kMpiCalls[] = {"MPI_Waitall", "MPI_Barrier", "MPI_Allreduce",
                                               "MPI_Recv"};
-  if (rng.below(4) != 0) {
-    trace.push_back({kMpiCalls[rng.below(4)], "libmpi.so.40", "", true});
+  if (below(rng, 4) != 0) {
+    trace.push_back({kMpiCalls[below(rng, 4)], "libmpi.so.40", "", true});
     trace.push_back({"ompi_request_default_wait_all", "libmpi.so.40", "", true});
     trace.push_back({"opal_progress", "libopen-pal.so.40", "", true});
   }

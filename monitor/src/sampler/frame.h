@@ -10,6 +10,7 @@ struct Frame {
   std::uint64_t address = 0;
   std::string function;  // demangled; empty if unknown
   std::string module;    // file name of the mapping
+  bool mpi = false;      // the address lies in the MPI library's code
 };
 
 }  // namespace parastack::sampler

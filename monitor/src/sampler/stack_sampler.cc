@@ -3,6 +3,7 @@
 #include <libunwind-ptrace.h>
 #include <sys/user.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -284,8 +285,11 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   }
   if (options.frames) {
     for (std::size_t i = 0; i < deciding->frames.size(); ++i) {
-      Frame frame = image->describe(deciding->frames[i] - (i > 0 ? 1 : 0));
+      const std::uint64_t looked_up = deciding->frames[i] - (i > 0 ? 1 : 0);
+      Frame frame = image->describe(looked_up);
       frame.address = deciding->frames[i];
+      frame.mpi = std::any_of(image->mpi_code().begin(), image->mpi_code().end(),
+                              [&](const CodeRange& code) { return code.contains(looked_up); });
       sample.frames.push_back(std::move(frame));
     }
   }

@@ -6,25 +6,18 @@
 #include <cstdio>
 #include <thread>
 
-#include "parastack/sim/random.h"
+#include "parastack/stats/random.h"
 #include "parastack/stats/verification.h"
+#include "parastack/stats/watchdog.h"
 
 namespace parastack::sim {
+
+using stats::mix64;
+using stats::SplitMix;
+using stats::to_unit;
 namespace {
 
 // Two (or more) disjoint random sets of `size` ranks each.
-std::vector<std::vector<int>> choose_sets(int ranks, int sets, int size, SplitMix& rng) {
-  size = std::max(1, std::min(size, ranks / sets));
-  std::vector<int> chosen;
-  while (static_cast<int>(chosen.size()) < sets * size) {
-    const int r = static_cast<int>(rng.below(static_cast<std::uint64_t>(ranks)));
-    if (std::find(chosen.begin(), chosen.end(), r) == chosen.end()) chosen.push_back(r);
-  }
-  std::vector<std::vector<int>> result(sets);
-  for (int i = 0; i < sets * size; ++i) result[i / size].push_back(chosen[i]);
-  return result;
-}
-
 struct PlannedJob {
   int shape;
   std::uint64_t seed;
@@ -72,6 +65,47 @@ std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes,
 
 namespace {
 
+// The synthetic job seen through the watchdog's probe: states and I/O counters at virtual time.
+class SyntheticProbe : public stats::JobProbe {
+ public:
+  SyntheticProbe(const SyntheticJob& job, double duration_seconds, bool tracks_io)
+      : job_(job), duration_(duration_seconds), tracks_io_(tracks_io) {}
+
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < duration_;
+  }
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<stats::RankSnapshot> states;
+    states.reserve(ranks.size());
+    for (int rank : ranks) states.push_back(job_.snapshot(rank, t_));
+    return states;
+  }
+  // Only shapes with checkpoints do I/O; for the others the scan would find nothing, slowly.
+  std::vector<std::optional<std::uint64_t>> io_bytes() override {
+    if (!tracks_io_) return {};
+    std::vector<std::optional<std::uint64_t>> bytes(static_cast<std::size_t>(job_.shape().ranks));
+    for (int r = 0; r < job_.shape().ranks; ++r) bytes[r] = job_.io_bytes(r, t_);
+    return bytes;
+  }
+
+ private:
+  const SyntheticJob& job_;
+  double duration_;
+  bool tracks_io_;
+  double t_ = 0;
+};
+
+stats::WatchdogConfig watchdog_config(const CampaignConfig& config) {
+  stats::WatchdogConfig watchdog;
+  watchdog.model = config.model;
+  watchdog.sampled_ranks = config.sampled_ranks;
+  watchdog.identification_rounds = config.identification_rounds;
+  watchdog.identification_spacing = config.identification_spacing_seconds;
+  return watchdog;
+}
+
 JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config,
                      std::uint64_t job_seed, double duration_seconds, Fault fault,
                      std::vector<stats::Observation>* trace) {
@@ -80,87 +114,42 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
   outcome.fault = fault.kind;
   outcome.hang_job = fault.kind != FaultKind::None;
   const SyntheticJob job(shape, job_seed, duration_seconds, fault);
-  stats::HangModel model(config.model);
-  SplitMix rng(mix64(job_seed ^ 0xa5a5a5a5ULL));
-  const auto sets = choose_sets(shape.ranks, config.model.sets, config.sampled_ranks, rng);
-  // Sample times of each set's running streak (all suspicious samples since the last healthy one).
-  std::vector<std::vector<double>> streak_times(sets.size());
+  SyntheticProbe probe(job, duration_seconds, shape.checkpoints_per_hour > 0);
+  stats::Watchdog watchdog(watchdog_config(config), shape.ranks, mix64(job_seed ^ 0xa5a5a5a5ULL));
 
-  double t = 0;
-  while (true) {
-    t += model.next_delay(rng.uniform());
-    if (t >= duration_seconds) break;
-    const int set = model.next_set();
-    int out = 0;
-    for (int rank : sets[set]) out += job.is_out(rank, t) ? 1 : 0;
-    const stats::Observation observation{t, set, out, static_cast<int>(sets[set].size())};
-    if (trace) trace->push_back(observation);
-    const auto decision = model.observe(observation);
-    ++outcome.observations;
-    if (!outcome.ready_at && model.ready()) outcome.ready_at = model.ready_since();
-    auto& times = streak_times[set];
-    if (decision.verdict == stats::Verdict::Suspicion || decision.verdict == stats::Verdict::Hang) {
-      times.push_back(t);
+  stats::WatchdogHooks hooks;
+  hooks.on_decision = [&](const stats::Decision& decision) {
+    if (trace) trace->push_back(decision.observation);
+    if (!outcome.ready_at && watchdog.model().ready()) outcome.ready_at = watchdog.model().ready_since();
+  };
+  // Score each alarm against the truth the simulator knows.
+  hooks.on_alarm = [&](const stats::Alarm& alarm) {
+    const bool hung = outcome.hang_job && alarm.decision.observation.t >= fault.onset;
+    if (hung) {
+      outcome.hang_rejected += alarm.slowdown ? 1 : 0;
     } else {
-      times.clear();
+      ++outcome.healthy_alarms;
+      outcome.healthy_rejected += alarm.slowdown ? 1 : 0;
     }
-    if (decision.verdict != stats::Verdict::Hang) continue;
-    if (trace) {  // recording only: carry on as the `report` action would
-      model.resume_after_slowdown(set);
-      continue;
-    }
+  };
 
-    const bool hung = outcome.hang_job && t >= fault.onset;
-    ++(hung ? outcome.hang_rejected : outcome.healthy_alarms);
-    // Verification (§3.3): the targets' states at every sample of the streak that fired (the
-    // stacks the monitor took anyway), then two fresh snapshots half an interval apart; any
-    // progress means a transient slowdown.
-    const double half = model.interval() / 2;
-    const auto fired_from = std::lower_bound(times.begin(), times.end(), decision.streak_onset);
-    std::vector<std::vector<stats::RankSnapshot>> series;
-    for (int rank : sets[set]) {
-      auto& s = series.emplace_back();
-      for (auto when = fired_from; when != times.end(); ++when) s.push_back(job.snapshot(rank, *when));
-      s.push_back(job.snapshot(rank, t + half));
-      s.push_back(job.snapshot(rank, t + 2 * half));
-    }
-    const double confirmed_at = t + 2 * half;
-    // I/O progress of any rank between the two fresh snapshots (the monitor reads /proc/PID/io of
-    // every rank; jobs of shapes without checkpoints do no I/O, so the scan is skipped for them).
-    bool io_progress = false;
-    if (shape.checkpoints_per_hour > 0) {
-      std::vector<std::optional<std::uint64_t>> before(shape.ranks), after(shape.ranks);
-      for (int r = 0; r < shape.ranks; ++r) {
-        before[r] = job.io_bytes(r, t + half);
-        after[r] = job.io_bytes(r, confirmed_at);
-      }
-      io_progress = stats::find_io_progress(before, after).has_value();
-    }
-    if (io_progress || stats::find_progress(series)) {
-      if (!hung) ++outcome.healthy_rejected;
-      model.resume_after_slowdown(set);
-      times.clear();
-      t = confirmed_at;
-      continue;
-    }
+  if (trace) {  // recording only: carry on after every confirmation, as the `report` action does
+    while (watchdog.watch(probe, hooks)) watchdog.resume_after_hang();
+    return outcome;
+  }
+  const auto finding = watchdog.watch(probe, hooks);
+  outcome.observations = watchdog.observations();
+  if (finding) {
+    const double confirmed_at = finding->confirmed_at;
     if (!outcome.hang_job || confirmed_at < fault.onset) {
       outcome.false_alarm = true;
       outcome.healthy_seconds = confirmed_at;
       return outcome;
     }
-    --outcome.hang_rejected;  // this alarm was confirmed, not rejected
     outcome.detected = true;
     outcome.delay = confirmed_at - fault.onset;
-    // Faulty-rank identification (§4): all ranks, several checks, persistently OUT_MPI.
-    std::vector<std::vector<stats::RankState>> checks(config.identification_rounds);
-    for (int c = 0; c < config.identification_rounds; ++c) {
-      const double when = confirmed_at + (c + 1) * config.identification_spacing_seconds;
-      checks[c].resize(shape.ranks);
-      for (int r = 0; r < shape.ranks; ++r) checks[c][r] = job.snapshot(r, when).state;
-    }
-    const auto reported = stats::persistently_out_ranks(checks);
-    const bool computation = !reported.empty();
-    outcome.type_correct = computation == (fault.kind == FaultKind::Computation);
+    const auto& reported = finding->faulty_ranks;
+    outcome.type_correct = finding->computation_error() == (fault.kind == FaultKind::Computation);
     if (fault.kind == FaultKind::Computation) {
       int hits = 0;
       for (int f : fault.faulty_ranks) {
@@ -169,8 +158,8 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
       outcome.faulty_found = hits == static_cast<int>(fault.faulty_ranks.size());
       outcome.faulty_precision = reported.empty() ? 0 : static_cast<double>(hits) / static_cast<double>(reported.size());
     }
-    break;
   }
+  const double t = finding ? finding->decision.observation.t : probe.now();
   outcome.healthy_seconds = outcome.hang_job ? std::min(fault.onset, t) : std::min(t, duration_seconds);
   outcome.hang_after_ready = outcome.hang_job && outcome.ready_at && *outcome.ready_at <= fault.onset;
   return outcome;

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <limits>
 
-#include "parastack/sim/random.h"
+#include "parastack/stats/random.h"
 
 namespace parastack::sim {
+
+using stats::mix64;
+using stats::SplitMix;
+using stats::to_unit;
 namespace {
 
 // Call codes; the regular calls of a cycle cycle through kRegularCalls.

@@ -1,9 +1,10 @@
-// Small deterministic generators for the simulator: a campaign is reproducible from its seed.
+// Small deterministic generators: a watchdog run or a simulated campaign is reproducible from its
+// seed.
 #pragma once
 
 #include <cstdint>
 
-namespace parastack::sim {
+namespace parastack::stats {
 
 constexpr std::uint64_t mix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -27,4 +28,4 @@ class SplitMix {
   std::uint64_t state_;
 };
 
-}  // namespace parastack::sim
+}  // namespace parastack::stats

@@ -1,0 +1,63 @@
+#include "site_config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace parastack::cli {
+namespace {
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+}  // namespace
+
+std::variant<std::vector<Setting>, std::string> read_site_config(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "cannot read " + path + ": it is a directory";
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path + ": " + std::strerror(errno);
+  std::vector<Setting> settings;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const auto equals = line.find('=');
+    if (equals == std::string::npos) {
+      return path + " line " + std::to_string(number) + ": expected 'key = value', got '" + line + "'";
+    }
+    std::string value = trim(line.substr(equals + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    settings.push_back({trim(line.substr(0, equals)), value, number});
+  }
+  if (in.bad()) return "cannot read " + path + ": " + std::strerror(errno);
+  return settings;
+}
+
+std::optional<std::string> apply_site_config(CLI::App& command, const std::string& path,
+                                             const std::vector<Setting>& settings) {
+  for (const auto& s : settings) {
+    const std::string where = path + " line " + std::to_string(s.line) + ": ";
+    CLI::Option* option = nullptr;
+    try {
+      option = command.get_option("--" + s.key);
+    } catch (const CLI::OptionNotFound&) {
+      return where + "unknown setting '" + s.key + "'";
+    }
+    if (s.key == "config") return where + "a configuration file cannot name another";
+    if (option->count() > 0) continue;  // the user said otherwise on the command line
+    try {
+      option->add_result(s.value);
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      return where + s.key + " = " + s.value + ": " + e.what();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace parastack::cli

@@ -1,0 +1,27 @@
+// The site configuration file of `parastack run` (and of the scheduler integrations): one
+// `key = value` per line, keys being the long option names of `parastack run` without the dashes,
+// `#` starting a comment. Values the user gives on the command line override it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace parastack::cli {
+
+struct Setting {
+  std::string key, value;
+  int line = 0;
+};
+
+// The settings of a file, or what is wrong with it (unreadable, a line that is not key = value).
+std::variant<std::vector<Setting>, std::string> read_site_config(const std::string& path);
+
+// Applies settings to a parsed subcommand: each sets the option --KEY unless the command line
+// already did, with the option's own validation. The first problem, naming the file and line.
+std::optional<std::string> apply_site_config(CLI::App& command, const std::string& path,
+                                             const std::vector<Setting>& settings);
+
+}  // namespace parastack::cli

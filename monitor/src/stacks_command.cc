@@ -1,0 +1,90 @@
+// parastack stacks: a one-shot snapshot of a running job's stacks on this node, merged into one
+// call-graph prefix tree (like STAT's stat-cl). One sample per rank gives a 2D trace/space tree;
+// --samples N gives a 3D trace/space/time tree. Each sample stops a rank once, briefly.
+#include <chrono>
+#include <set>
+#include <iostream>
+#include <thread>
+
+#include "commands.h"
+#include "sampler/rank_discovery.h"
+#include "sampler/stack_sampler.h"
+#include "watch/stack_views.h"
+
+namespace parastack::cli {
+namespace {
+
+struct StacksOptions {
+  JobSelectorOptions job;
+  int samples = 1;
+  double interval = 0.2;
+  std::string format = "text";
+  bool expand_mpi = false;
+};
+
+int run_stacks(const StacksOptions& options, const sampler::JobSelector& selector) {
+  const auto discovery = sampler::discover_ranks(selector);
+  for (const auto& problem : discovery.problems) std::cerr << "parastack stacks: " << problem << "\n";
+  if (discovery.ranks.empty()) {
+    std::cerr << "parastack stacks: no MPI ranks found\n";
+    return kExitNoRanks;
+  }
+  diagnosis::PrefixTree tree(diagnosis::TreeOptions{options.expand_mpi});
+  sampler::StackSampler stack_sampler;
+  sampler::SampleOptions with_frames;
+  with_frames.frames = true;
+  std::set<std::string> instances;
+  for (int round = 0; round < options.samples; ++round) {
+    if (round > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.interval));
+    for (const auto& rank : discovery.ranks) {
+      instances.insert(rank.instance);
+      tree.add(watch::stack_trace_of(stack_sampler.sample(rank.pid, with_frames)),
+               static_cast<diagnosis::Rank>(rank.rank));
+    }
+  }
+  if (instances.size() > 1) {
+    std::cerr << "parastack stacks: note: " << instances.size()
+              << " MPI programs found; their rank numbers overlap in one tree\n";
+  }
+  const auto views = watch::stack_views(
+      tree, "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
+                std::to_string(options.samples) + " sample(s) each",
+      options.format == "svg");
+  if (options.format == "text") std::cout << views.text;
+  if (options.format == "dot") std::cout << views.dot;
+  if (options.format == "json") std::cout << views.tree.dump(2) << "\n";
+  if (options.format == "svg") {
+    if (views.svg.empty()) {
+      std::cerr << "parastack stacks: no SVG: " << views.svg_problem << " (try --format dot)\n";
+      return kExitUsage;
+    }
+    std::cout << views.svg;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_stacks_command(CLI::App& app) {
+  auto options = std::make_shared<StacksOptions>();
+  auto* command = app.add_subcommand(
+      "stacks", "Merge the stacks of a running job's ranks on this node into one call-graph prefix "
+                "tree (STAT-style), with equivalence classes. Each sample stops a rank once.");
+  options->job.add_to(*command);
+  command->add_option("--samples", options->samples, "Samples per rank (more than 1: a 3D tree)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  command->add_option("--interval", options->interval, "Seconds between samples")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  command->add_option("--format", options->format, "text, dot, svg (needs Graphviz) or json")
+      ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
+      ->capture_default_str();
+  command->add_flag("--expand-mpi", options->expand_mpi, "Keep the MPI library's internal frames");
+  return [options] {
+    const auto selector = options->job.selector("parastack stacks");
+    return selector ? run_stacks(*options, *selector) : kExitUsage;
+  };
+}
+
+}  // namespace parastack::cli

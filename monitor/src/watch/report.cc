@@ -1,0 +1,164 @@
+#include "watch/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "parastack/diagnosis/rank_set.h"
+
+namespace parastack::watch {
+namespace {
+
+std::string format_time(double unix_seconds) {
+  const std::time_t whole = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::localtime_r(&whole, &tm);
+  char buffer[64];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", &tm);
+  char with_ms[80];
+  std::snprintf(with_ms, sizeof with_ms, "%s.%03d", buffer,
+                static_cast<int>(std::fmod(unix_seconds, 1.0) * 1000));
+  return with_ms;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  diagnosis::RankSet set;
+  for (int r : ranks) set.insert(static_cast<diagnosis::Rank>(r));
+  return set.to_ranges();
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+}  // namespace
+
+ReportPaths report_paths(const std::string& json_path) {
+  std::string base = json_path;
+  if (base.size() > 5 && base.ends_with(".json")) base.resize(base.size() - 5);
+  return {json_path, base + ".txt", base + ".dot", base + ".svg", base + ".trace.jsonl"};
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  using nlohmann::json;
+  json out{{"schema", kReportSchema},
+           {"verdict", r.verdict},
+           {"command", r.command},
+           {"launcher_pid", r.launcher_pid},
+           {"host", r.host},
+           {"instance", r.instance},
+           {"started_at", r.started_at},
+           {"ended_at", r.ended_at},
+           {"exit_status", r.exit_status ? json(*r.exit_status) : json(nullptr)},
+           {"action", r.action},
+           {"action_taken", r.action_taken},
+           {"trace", r.trace_path},
+           {"notes", r.notes}};
+  const auto& model = r.config.model;
+  json evidence{{"alpha", model.alarm.alpha},
+                {"budget", std::string(stats::to_string(model.alarm.budget))},
+                {"thresholds", std::string(stats::to_string(model.thresholds))},
+                {"sampled_ranks", r.config.sampled_ranks},
+                {"interval", r.interval},
+                {"observations", r.observations},
+                {"samples", r.samples},
+                {"alarms", r.alarms},
+                {"slowdowns", r.slowdowns},
+                {"slowdown_evidence", r.slowdown_evidence}};
+  if (r.finding) {
+    const auto& d = r.finding->decision;
+    out["hang_type"] = r.finding->computation_error() ? "computation" : "communication";
+    out["faulty_ranks"] = r.faulty_ranks;
+    out["detected_at"] = r.detected_at;
+    out["onset_estimate"] = r.onset_estimate;
+    evidence["set"] = d.observation.set;
+    evidence["streak"] = d.streak;
+    evidence["k"] = d.required_streak;
+    evidence["test_alpha"] = d.test_alpha;
+    if (d.threshold) {
+      evidence["q"] = d.threshold->q;
+      evidence["p"] = d.threshold->p_hat;
+      evidence["e"] = d.threshold->tolerance;
+      evidence["threshold"] = d.threshold->value;
+    }
+    evidence["model_samples"] = d.model_samples;
+    evidence["identification_checks"] = r.finding->checks.size();
+  } else {
+    out["faulty_ranks"] = json::array();
+  }
+  out["model"] = evidence;
+  json ranks = json::array();
+  for (const auto& rank : r.ranks) {
+    json entry{{"rank", rank.rank}, {"pid", rank.pid}, {"host", rank.host}, {"state", rank.state}};
+    if (!rank.mpi_function.empty()) entry["mpi_function"] = rank.mpi_function;
+    ranks.push_back(std::move(entry));
+  }
+  out["ranks"] = ranks;
+  if (r.stacks) {
+    out["stacks"] = {{"text", r.stacks->text},
+                     {"dot", r.stacks->dot},
+                     {"svg", r.stacks->svg.empty() ? json(nullptr) : json(r.stacks->svg)},
+                     {"classes", r.stacks->tree["classes"]},
+                     {"tree", r.stacks->tree["tree"]}};
+  }
+  return out;
+}
+
+std::string to_text(const RunReport& r) {
+  std::ostringstream out;
+  out << "parastack report (" << kReportSchema << ")\n\n";
+  out << "command:   " << join(r.command) << "\n";
+  out << "host:      " << r.host << ", launcher pid " << r.launcher_pid << "\n";
+  out << "watched:   " << format_time(r.started_at) << " to " << format_time(r.ended_at) << "\n";
+  if (r.verdict == "hang" && r.finding) {
+    out << "verdict:   HANG (" << (r.finding->computation_error() ? "computation error" : "communication error")
+        << ")\n";
+    out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate)
+        << "\n";
+    if (r.finding->computation_error()) {
+      out << "faulty:    rank" << (r.faulty_ranks.size() > 1 ? "s " : " ") << ranks_text(r.faulty_ranks)
+          << ": outside MPI in every one of " << r.finding->checks.size()
+          << " checks of all ranks, while the others wait in MPI\n";
+    } else {
+      out << "faulty:    none found: every rank waits inside MPI (a deadlock or a lost message)\n";
+    }
+    const auto& d = r.finding->decision;
+    out << "evidence:  " << d.streak << " consecutive samples with at most "
+        << (d.threshold ? static_cast<int>(std::lround(d.threshold->value * 100)) : 0)
+        << "% of the sampled ranks outside MPI; healthy, that happens with probability <= q = "
+        << (d.threshold ? d.threshold->q : 0) << " each, so k = " << d.required_streak
+        << " in a row at alpha = " << r.config.model.alarm.alpha << " ("
+        << stats::to_string(r.config.model.alarm.budget) << "); I = " << r.interval << " s, "
+        << r.observations << " observations\n";
+    if (r.slowdowns > 0) {
+      out << "           " << r.slowdowns << " earlier alarm(s) were transient slowdowns, not hangs\n";
+    }
+  } else {
+    out << "verdict:   completed";
+    if (r.exit_status) out << ", exit status " << *r.exit_status;
+    out << " (" << r.observations << " observations, " << r.alarms << " alarm(s), all judged slowdowns)\n";
+  }
+  out << "action:    " << r.action << ": " << r.action_taken << "\n";
+  if (!r.trace_path.empty()) out << "trace:     " << r.trace_path << " (parastack replay reproduces the decision)\n";
+  for (const auto& note : r.notes) out << "note:      " << note << "\n";
+  if (!r.ranks.empty()) {
+    out << "\nranks at detection:\n";
+    out << "  RANK      PID  HOST              STATE\n";
+    for (const auto& rank : r.ranks) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %4d %8d  %-16s  %s%s%s\n", rank.rank, rank.pid, rank.host.c_str(),
+                    rank.state.c_str(), rank.mpi_function.empty() ? "" : " in ", rank.mpi_function.c_str());
+      out << line;
+    }
+  }
+  if (r.stacks) {
+    out << "\nmerged stacks of all ranks (call-graph prefix tree; [ranks] on each call path):\n"
+        << r.stacks->text;
+  }
+  return out.str();
+}
+
+}  // namespace parastack::watch

@@ -1,0 +1,57 @@
+// The report `parastack run` writes when a job ends or hangs: JSON for tools (schema in
+// docs/report-format.md, versioned) and plain text for people, with the merged stack tree of all
+// ranks as text, DOT and SVG. Building the report is pure; writing it is the caller's.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parastack/stats/watchdog.h"
+#include "watch/node_probe.h"
+#include "watch/stack_views.h"
+
+namespace parastack::watch {
+
+inline constexpr const char* kReportSchema = "parastack-report/1";
+
+struct RunReport {
+  // The job.
+  std::vector<std::string> command;
+  int launcher_pid = 0;
+  std::string host;
+  std::string instance;
+  double started_at = 0;  // Unix seconds
+  double ended_at = 0;
+  std::optional<int> exit_status;  // the launcher's, when it ended by itself
+  // What parastack concluded and did.
+  std::string verdict;       // "hang" or "completed"
+  std::string action;        // kill, report, stop
+  std::string action_taken;  // what was done, in words
+  std::optional<stats::HangFinding> finding;
+  std::vector<int> faulty_ranks;  // MPI ranks (the finding's are indices into the rank table)
+  double detected_at = 0, onset_estimate = 0;  // Unix seconds
+  // The model's evidence.
+  stats::WatchdogConfig config;
+  std::uint64_t observations = 0, samples = 0;
+  int alarms = 0, slowdowns = 0;
+  std::vector<std::string> slowdown_evidence;
+  double interval = 0;
+  // Every rank at detection, and their stacks merged.
+  std::vector<RankRecord> ranks;
+  std::optional<StackViews> stacks;
+  std::string trace_path;
+  std::vector<std::string> notes;
+};
+
+nlohmann::json to_json(const RunReport& report);
+std::string to_text(const RunReport& report);
+
+// The files of one report: PATH (JSON), and beside it .txt, .dot, .svg and .trace.jsonl.
+struct ReportPaths {
+  std::string json, text, dot, svg, trace;
+};
+ReportPaths report_paths(const std::string& json_path);
+
+}  // namespace parastack::watch

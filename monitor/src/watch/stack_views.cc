@@ -1,0 +1,64 @@
+#include "watch/stack_views.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "os/run_program.h"
+#include "parastack/diagnosis/render.h"
+
+namespace parastack::watch {
+
+using namespace std::chrono_literals;
+
+std::string render_svg(const std::string& dot, std::string& problem) {
+  if (!os::on_path("dot")) {
+    problem = "Graphviz (dot) is not installed";
+    return {};
+  }
+  std::string dir_template = (std::filesystem::temp_directory_path() / "parastack-svg-XXXXXX").string();
+  if (!::mkdtemp(dir_template.data())) {
+    problem = "cannot create a temporary directory";
+    return {};
+  }
+  const std::filesystem::path dir = dir_template;
+  std::string svg;
+  std::ofstream(dir / "tree.dot") << dot;
+  const int status = os::run_program({"dot", "-Tsvg", (dir / "tree.dot").string(), "-o", (dir / "tree.svg").string()}, 60s);
+  if (status == 0) {
+    std::ifstream in(dir / "tree.svg");
+    svg.assign(std::istreambuf_iterator<char>(in), {});
+  } else {
+    problem = "dot failed (status " + std::to_string(status) + ")";
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return svg;
+}
+
+StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg) {
+  StackViews views;
+  diagnosis::RenderOptions render;
+  render.title = title;
+  views.text = diagnosis::to_text(tree, render);
+  views.dot = diagnosis::to_dot(tree, render);
+  if (with_svg) views.svg = render_svg(views.dot, views.svg_problem);
+  views.tree = nlohmann::json::parse(diagnosis::to_json(tree));
+  return views;
+}
+
+diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample) {
+  diagnosis::StackTrace trace;
+  if (sample.failure) {
+    trace.push_back({"[" + sample.describe() + "]", "", "", false});
+    return trace;
+  }
+  for (auto f = sample.frames.rbegin(); f != sample.frames.rend(); ++f) {
+    trace.push_back({f->function, f->module, "", f->mpi});
+  }
+  if (sample.state == stats::RankState::Unknown) trace.push_back({"[incomplete unwind]", "", "", false});
+  return trace;
+}
+
+}  // namespace parastack::watch

@@ -1,0 +1,30 @@
+// The merged stack tree of a job as people and tools read it: text, DOT, SVG (through Graphviz's
+// dot, when installed) and JSON. Shared by the hang report and `parastack stacks`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "parastack/diagnosis/prefix_tree.h"
+#include "sampler/stack_sampler.h"
+
+namespace parastack::watch {
+
+struct StackViews {
+  std::string text, dot;
+  std::string svg;  // empty when Graphviz is not installed or failed (svg_problem says why)
+  std::string svg_problem;
+  nlohmann::json tree;  // diagnosis::to_json: {shape, classes: [{representative, ranks, paths}], tree}
+};
+
+// title: the first line of the text and the DOT graph's label.
+StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg = true);
+
+// DOT to SVG with Graphviz's dot; empty and `problem` set if it is not installed or fails.
+std::string render_svg(const std::string& dot, std::string& problem);
+
+// One sample of one rank as a prefix-tree trace, outermost frame first. A rank that could not be
+// sampled is a pseudo-frame ("[exited]"), STAT's way, not a hole in the tree.
+diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample);
+
+}  // namespace parastack::watch

@@ -1,0 +1,104 @@
+// The ParaStack loop (§3-4) as one pure driver: it decides when to sample and which ranks, feeds the
+// model, verifies an alarm (§3.3) and identifies the faulty ranks (§4). It never touches a process:
+// a JobProbe does the sampling. The simulator's probe is synthetic ranks in virtual time; the
+// monitor's is real ranks in real time (one node today; a network of monitors behind the same
+// interface later). Both run this code, so what the simulator measures is what the monitor does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parastack/stats/hang_model.h"
+#include "parastack/stats/random.h"
+#include "parastack/stats/verification.h"
+
+namespace parastack::stats {
+
+// What the watchdog needs from a job. Ranks are indices 0..rank_count-1 of the job's rank table.
+class JobProbe {
+ public:
+  virtual ~JobProbe() = default;
+  // Seconds since monitoring started, on the probe's clock.
+  virtual double now() = 0;
+  // Returns at time t (real: sleeps; virtual: advances the clock); false once the job has ended.
+  virtual bool wait_until(double t) = 0;
+  // The state of each of these ranks now.
+  virtual std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) = 0;
+  // Every rank's I/O byte count now (nullopt where unknown); empty when the probe cannot tell, and
+  // then I/O progress is not part of verification.
+  virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+};
+
+struct WatchdogConfig {
+  ModelConfig model;
+  int sampled_ranks = 10;              // C, per set
+  int identification_rounds = 5;       // checks of all ranks after a confirmed hang (§4)
+  double identification_spacing = 0.2; // seconds between those checks
+};
+
+// Empty when usable, otherwise what is wrong, for the user.
+std::optional<std::string> config_error(const WatchdogConfig& config);
+
+// A model alarm and what verification made of it.
+struct Alarm {
+  Decision decision;   // the observation that completed the streak: t, q, k, I, onset
+  bool slowdown = false;
+  std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
+};
+
+struct HangFinding {
+  Decision decision;              // the alarm that was confirmed
+  double confirmed_at = 0;        // probe time at the end of verification
+  std::vector<int> faulty_ranks;  // persistently OUT_MPI (§4); empty: a communication error
+  std::vector<std::vector<RankState>> checks;  // checks[c][rank]
+  bool computation_error() const { return !faulty_ranks.empty(); }
+};
+
+struct WatchdogHooks {
+  std::function<void(const Decision&)> on_decision;  // every observation: traces, logs
+  std::function<void(const Alarm&)> on_alarm;        // every model alarm, before acting
+};
+
+class Watchdog {
+ public:
+  // rank_count >= 1. Fewer ranks than sets means fewer sets; fewer than C per set, smaller sets.
+  Watchdog(const WatchdogConfig& config, int rank_count, std::uint64_t seed);
+
+  // Watches until a hang is confirmed (returned), or the job ends or `until` passes (nullopt).
+  std::optional<HangFinding> watch(JobProbe& probe, const WatchdogHooks& hooks = {},
+                                   double until = std::numeric_limits<double>::infinity());
+
+  // After a confirmed hang the caller chose to report but not act on: carry on watching. The
+  // streak restarts and its samples are not learned (a hung S must never become normal).
+  void resume_after_hang();
+
+  const HangModel& model() const { return model_; }
+  const std::vector<std::vector<int>>& sets() const { return sets_; }
+  std::uint64_t observations() const { return observations_; }
+  const WatchdogConfig& config() const { return config_; }
+
+ private:
+  struct Sampled {
+    double t;
+    std::vector<RankSnapshot> targets;
+  };
+
+  std::optional<Alarm> verify(JobProbe& probe, const Decision& decision);
+  HangFinding identify(JobProbe& probe, const Decision& decision);
+
+  WatchdogConfig config_;
+  int rank_count_;
+  SplitMix rng_;
+  std::vector<std::vector<int>> sets_;
+  HangModel model_;
+  std::vector<std::vector<Sampled>> streak_samples_;  // per set: its running streak's snapshots
+  std::optional<int> last_alarm_set_;
+  double last_t_ = 0;
+  std::uint64_t observations_ = 0;
+};
+
+}  // namespace parastack::stats

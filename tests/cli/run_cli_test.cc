@@ -1,0 +1,115 @@
+// `parastack run` misused: each mistake gets a clear message and a non-zero status, and nothing is
+// launched when the mistake is in parastack's own options or configuration.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "support/mpi_job.h"
+
+namespace parastack {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildOptions;
+using testing::ChildProcess;
+using testing::read_file;
+using testing::TempDir;
+
+struct Outcome {
+  int status;
+  std::string err;
+};
+
+Outcome run_parastack(const std::vector<std::string>& args, const TempDir& dir,
+                      std::vector<std::string> environment = {}) {
+  std::vector<std::string> argv{PARASTACK_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  // No site configuration unless the test gives one.
+  if (std::none_of(environment.begin(), environment.end(), [](const auto& e) { return e.starts_with("PARASTACK_CONFIG="); })) {
+    environment.push_back("PARASTACK_CONFIG=");
+  }
+  int status;
+  {
+    ChildProcess child(argv, ChildOptions{environment, (dir.path() / "out").string(),
+                                          (dir.path() / "err").string(), dir.path().string()});
+    status = child.wait_exit(60s);
+  }
+  return {status, read_file(dir.path() / "err")};
+}
+
+TEST(RunMisuse, NoCommandAfterTheSeparator) {
+  TempDir dir;
+  for (const auto& args : {std::vector<std::string>{"run"}, std::vector<std::string>{"run", "--"}}) {
+    const auto result = run_parastack(args, dir);
+    EXPECT_EQ(result.status, 2);
+    EXPECT_NE(result.err.find("no command after '--'"), std::string::npos) << result.err;
+  }
+}
+
+TEST(RunMisuse, ACommandThatCannotBeRun) {
+  TempDir dir;
+  const auto result = run_parastack({"run", "--", "/no/such/launcher"}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("cannot run '/no/such/launcher': No such file or directory"), std::string::npos)
+      << result.err;
+}
+
+TEST(RunMisuse, ACommandThatIsNotAnMpiJob) {
+  TempDir dir;
+  const auto result = run_parastack({"run", "--startup-timeout", "1", "--", "sleep", "3"}, dir);
+  EXPECT_EQ(result.status, 5);
+  EXPECT_NE(result.err.find("no MPI rank appeared under 'sleep' within 1 s"), std::string::npos) << result.err;
+}
+
+TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {
+  TempDir dir;
+  for (const auto& bad : std::vector<std::vector<std::string>>{
+           {"--alpha", "2"}, {"--action", "explode"}, {"--ranks", "0"}, {"--interval", "-1"}}) {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    args.insert(args.end(), {"--", "touch", "launched"});
+    const auto result = run_parastack(args, dir);
+    EXPECT_EQ(result.status, 2) << bad[0];
+    EXPECT_NE(result.err.find(bad[0]), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "launched")) << bad[0];
+  }
+}
+
+TEST(RunMisuse, AnUnreadableOrInvalidSiteConfiguration) {
+  TempDir dir;
+  const auto config = dir.path() / "parastack.conf";
+  std::ofstream(config) << "# site defaults\nalpha = 0.01\naction = explode\n";
+  auto result = run_parastack({"run", "--config", config.string(), "--", "touch", "launched"}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("parastack.conf line 3: action = explode"), std::string::npos) << result.err;
+
+  std::ofstream(config) << "alpha = 0.01\nfrobnicate = 3\n";
+  result = run_parastack({"run", "--", "touch", "launched"}, dir, {"PARASTACK_CONFIG=" + config.string()});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("line 2: unknown setting 'frobnicate'"), std::string::npos) << result.err;
+
+  result = run_parastack({"run", "--config", dir.path().string(), "--", "touch", "launched"}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("it is a directory"), std::string::npos) << result.err;
+
+  result = run_parastack({"run", "--config", (dir.path() / "missing.conf").string(), "--", "touch", "launched"}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("No such file or directory"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "launched"));
+}
+
+TEST(RunConfig, SiteValuesApplyAndTheCommandLineOverridesThem) {
+  TempDir dir;
+  const auto config = dir.path() / "parastack.conf";
+  std::ofstream(config) << "alpha = 0.01\nranks = 4\n";
+  auto result = run_parastack({"run", "--config", config.string(), "--", "true"}, dir);
+  EXPECT_EQ(result.status, 0);
+  EXPECT_NE(result.err.find("alpha 0.01, 4 ranks per set"), std::string::npos) << result.err;
+  result = run_parastack({"run", "--config", config.string(), "--alpha", "0.05", "--", "true"}, dir);
+  EXPECT_NE(result.err.find("alpha 0.05, 4 ranks per set"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace parastack
