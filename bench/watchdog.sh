@@ -58,7 +58,8 @@ for run in $(seq 1 "$runs"); do
   after=$(( 30 + RANDOM % 16 ))
   mkdir -p "$work/ready$run"
   status=0
-  PS_READY_DIR="$work/ready$run" "$bin" run --report "$work/hang$run.json" -- \
+  # A hang the model cannot see (docs/user-guide.md, limits) would run forever: 5 minutes at most.
+  PS_READY_DIR="$work/ready$run" timeout 300 "$bin" run --report "$work/hang$run.json" -- \
     mpirun --oversubscribe -np 4 -x LD_PRELOAD="$programs/libps_fault.so" -x PS_FAULT_KIND=$kind \
     -x PS_FAULT_RANK=$rank -x PS_FAULT_AFTER_SECONDS=$after "$programs/ps_solver" blocking 600 \
     >/dev/null 2>"$work/hang$run.log" || status=$?
