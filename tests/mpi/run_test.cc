@@ -44,6 +44,24 @@ std::vector<std::string> fault(const std::string& kind, int rank, double after_s
           "PS_FAULT_RANK=" + std::to_string(rank), "PS_FAULT_AFTER_SECONDS=" + std::to_string(after_seconds)};
 }
 
+// A fault fired by a trigger file rather than a clock: the tests fire it once parastack's model
+// is ready (a condition they can await), because a hang that begins before the model is built
+// cannot be told from normal behaviour by any statistical method (docs/user-guide.md, limits).
+class Trigger {
+ public:
+  Trigger() : path_(dir_.path() / "fire") {}
+  std::vector<std::string> fault(const std::string& kind, int rank) const {
+    auto env = parastack::fault(kind, rank, 1e9);
+    env.push_back("PS_FAULT_TRIGGER_FILE=" + path_.string());
+    return env;
+  }
+  void fire() const { std::ofstream(path_).put('\n'); }
+
+ private:
+  TempDir dir_;
+  std::filesystem::path path_;
+};
+
 // parastack run [options] -- job..., in a scratch directory, its output in files.
 class WatchedRun {
  public:
@@ -102,6 +120,28 @@ std::vector<int> rank_pids(const json& report) {
   return pids;
 }
 
+// Whether both sets' models hold at least `samples` samples, from the debug log's decision lines.
+bool models_hold(const std::string& log, int samples) {
+  static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
+  std::set<std::string> ready;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
+  }
+  return ready.size() == 2;
+}
+
+// Waits until both sets' models hold `samples` samples (parastack runs with --log-level debug),
+// then fires the fault. Fails the test if the job ends first.
+void fire_when_model_ready(WatchedRun& run, const Trigger& trigger, int samples = 40) {
+  const auto deadline = std::chrono::steady_clock::now() + 600s;
+  while (!models_hold(run.log(), samples)) {
+    ASSERT_TRUE(run.process().running()) << "the job ended before the model was ready:\n" << run.log();
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << run.log();
+    std::this_thread::sleep_for(200ms);
+  }
+  trigger.fire();
+}
+
 struct HangCase {
   const char* name;
   const char* style;  // ps_solver style
@@ -113,7 +153,9 @@ class InjectedHang : public ::testing::TestWithParam<HangCase> {};
 
 TEST_P(InjectedHang, IsDetectedDiagnosedAndKilledLeavingNothingBehind) {
   const auto& c = GetParam();
-  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), c.style, "600"}, fault(c.kind, 2, 30)));
+  Trigger trigger;
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), c.style, "600"}, trigger.fault(c.kind, 2)));
+  fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(400s), kExitHang) << run.log();
   const json report = run.report();
   ASSERT_FALSE(report.is_discarded()) << run.log();
@@ -169,10 +211,13 @@ TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {
 INSTANTIATE_TEST_SUITE_P(Styles, HealthyRun, ::testing::Values("blocking", "polling", "hybrid"));
 
 TEST(Run, ATransientSlowdownIsNotAHang) {
-  // Rank 2 becomes ~7x slower for 25 s (50 ms of CPU before each MPI call), then recovers.
-  auto slow = fault("slow", 2, 30);
+  // Once the model is ready, rank 2 becomes several times slower for 25 s (50 ms of CPU before
+  // each MPI call), then recovers.
+  Trigger trigger;
+  auto slow = trigger.fault("slow", 2);
   slow.insert(slow.end(), {"PS_FAULT_SLOW_SECONDS=25", "PS_FAULT_SLOW_MS=50"});
-  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), "blocking", "75"}, slow));
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), "blocking", "110"}, slow));
+  fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(300s), 0) << run.log();
   EXPECT_TRUE(run.fault_time(2).has_value()) << "the slowdown never happened";
   EXPECT_EQ(run.report()["verdict"], "completed") << run.log();
@@ -187,7 +232,10 @@ TEST(Run, TheLaunchersExitStatusPassesThrough) {
 }
 
 TEST(Run, ActionReportKeepsTheJobRunning) {
-  WatchedRun run({"--action", "report"}, mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 1, 30)));
+  Trigger trigger;
+  WatchedRun run({"--action", "report", "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, trigger.fault("spin", 1)));
+  fire_when_model_ready(run, trigger);
   // Wait for the report: the condition this test is about.
   const auto deadline = std::chrono::steady_clock::now() + 300s;
   json report;
@@ -204,7 +252,10 @@ TEST(Run, ActionReportKeepsTheJobRunning) {
 }  // the fixture kills the job
 
 TEST(Run, ActionStopLeavesTheRanksStoppedForADebugger) {
-  WatchedRun run({"--action", "stop"}, mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 3, 30)));
+  Trigger trigger;
+  WatchedRun run({"--action", "stop", "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, trigger.fault("spin", 3)));
+  fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
   const json report = run.report();
   EXPECT_EQ(report["faulty_ranks"], json::array({3}));
@@ -221,7 +272,10 @@ TEST(Run, ActionStopLeavesTheRanksStoppedForADebugger) {
 TEST(Run, AReportThatCannotBeWrittenGoesToTheLogAndTheHangIsStillActedOn) {
   TempDir scratch;
   const std::string unwritable = (scratch.path() / "no-such-dir" / "r.json").string();
-  WatchedRun run({"--report", unwritable}, mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 2, 30)));
+  Trigger trigger;
+  WatchedRun run({"--report", unwritable, "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, trigger.fault("spin", 2)));
+  fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
   const std::string log = run.log();
   EXPECT_NE(log.find("cannot be written"), std::string::npos) << log;  // said at the start
@@ -275,36 +329,14 @@ TEST_F(Lammps, RunsHealthyWithoutAFalseAlarm) {
   EXPECT_NE(run.out().find("Loop time of"), std::string::npos) << run.out();
 }
 
-// Whether both sets' models hold at least `samples` samples, from the debug log's decision lines.
-bool models_hold(const std::string& log, int samples) {
-  static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
-  std::set<std::string> ready;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-    if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
-  }
-  return ready.size() == 2;
-}
-
 TEST_F(Lammps, AnInjectedHangIsDetectedWithTheRightRank) {
-  // The fault is triggered once parastack's model holds 60 samples per set. A hang before the
-  // model is built cannot be told from the application's normal behaviour by any statistical
-  // method; one right after it is built is detected, but slowly: the loosest tolerance (e = 0.3)
-  // makes q near 1 and k in the hundreds (measured here: k = 587, about 8 minutes).
-  const auto trigger = std::filesystem::temp_directory_path() / ("parastack-lmp-trigger-" + std::to_string(::getpid()));
-  std::filesystem::remove(trigger);
-  auto injected = fault("spin", 1, 1e9);
-  injected.push_back("PS_FAULT_TRIGGER_FILE=" + trigger.string());
-  WatchedRun run({"--log-level", "debug"}, job(200000, injected));
-  const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while (!models_hold(run.log(), 60)) {
-    ASSERT_TRUE(run.process().running()) << "LAMMPS ended before the model was ready:\n" << run.log();
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << run.log();
-    std::this_thread::sleep_for(500ms);
-  }
-  std::ofstream(trigger).put('\n');
-  const int status = run.wait(600s);
-  std::filesystem::remove(trigger);
-  ASSERT_EQ(status, kExitHang) << run.log();
+  // Fired once the model holds 60 samples per set. One right after the model is built is
+  // detected too, but slowly: the loosest tolerance (e = 0.3) makes q near 1 and k in the
+  // hundreds (measured on LAMMPS: k = 587, about 8 minutes).
+  Trigger trigger;
+  WatchedRun run({"--log-level", "debug"}, job(200000, trigger.fault("spin", 1)));
+  fire_when_model_ready(run, trigger, 60);
+  ASSERT_EQ(run.wait(600s), kExitHang) << run.log();
   const json report = run.report();
   EXPECT_EQ(report["hang_type"], "computation");
   EXPECT_EQ(report["faulty_ranks"], json::array({1})) << report["stacks"]["text"].get<std::string>();

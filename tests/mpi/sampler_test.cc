@@ -330,6 +330,9 @@ TEST(Sampler, GdbCanAttachWhileRanksAreBeingSampled) {
         sampler.sample(os::Pid{r.pid});
         ++samples;
       }
+      // 100 samples a second: 40 times parastack's default pace. Back to back, a sampler would
+      // hold some rank seized at almost any moment, and gdb's attach can only fail then (EPERM).
+      std::this_thread::sleep_for(10ms);
     }
   });
   const std::string gdb = "timeout 60 gdb -nx -batch -p " + std::to_string(launched[0].pid) +
