@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -23,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 // instead of init, so the destructors can still find and reap them.
 const bool subreaper = [] { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }();
 
-std::map<pid_t, pid_t> parent_links() {
+// Parent of every process; `zombies` gets those that are dead but not yet reaped.
+std::map<pid_t, pid_t> parent_links(std::set<pid_t>& zombies) {
   std::map<pid_t, pid_t> parent_of;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
@@ -37,6 +39,7 @@ std::map<pid_t, pid_t> parent_links() {
     int parent = 0;
     if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) == 2) {
       parent_of[std::stoi(name)] = parent;
+      if (state == 'Z') zombies.insert(std::stoi(name));
     }
   }
   return parent_of;
@@ -120,9 +123,13 @@ ChildProcess::~ChildProcess() {
 }
 
 std::vector<pid_t> ChildProcess::descendants() const {
-  const auto parent_of = parent_links();
+  // A zombie is dead, only not yet reaped (by us, the subreaper, if it was orphaned): it is not a
+  // process left behind, and it is skipped.
+  std::set<pid_t> zombies;
+  const auto parent_of = parent_links(zombies);
   std::vector<pid_t> found;
   for (const auto& [pid, parent] : parent_of) {
+    if (zombies.contains(pid)) continue;
     pid_t p = parent;
     for (int hops = 0; hops < 64 && p > 1; ++hops) {
       if (p == pid_) {
@@ -136,7 +143,9 @@ std::vector<pid_t> ChildProcess::descendants() const {
   }
   // Orphans re-parented to us (the subreaper) that belonged to our process group.
   for (const auto& [pid, parent] : parent_of) {
-    if (parent == ::getpid() && pid != pid_ && ::getpgid(pid) == pid_) found.push_back(pid);
+    if (parent == ::getpid() && pid != pid_ && !zombies.contains(pid) && ::getpgid(pid) == pid_) {
+      found.push_back(pid);
+    }
   }
   return found;
 }
