@@ -36,6 +36,15 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
 
 }  // namespace
 
+std::vector<RankState> JobProbe::all_states(int rank_count) {
+  std::vector<int> everyone(static_cast<std::size_t>(rank_count));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  const auto snapshots = snapshot(everyone);
+  std::vector<RankState> states(snapshots.size());
+  for (std::size_t r = 0; r < snapshots.size(); ++r) states[r] = snapshots[r].state;
+  return states;
+}
+
 std::optional<std::string> config_error(const WatchdogConfig& config) {
   if (auto error = config_error(config.model)) return error;
   if (config.sampled_ranks < 1) return "the number of sampled ranks must be at least 1";
@@ -131,13 +140,9 @@ HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
   HangFinding finding;
   finding.decision = decision;
   finding.confirmed_at = last_t_;
-  std::vector<int> everyone(static_cast<std::size_t>(rank_count_));
-  std::iota(everyone.begin(), everyone.end(), 0);
   for (int c = 0; c < config_.identification_rounds; ++c) {
     probe.wait_until(finding.confirmed_at + (c + 1) * config_.identification_spacing);
-    const auto states = probe.snapshot(everyone);
-    auto& check = finding.checks.emplace_back(states.size());
-    for (std::size_t r = 0; r < states.size(); ++r) check[r] = states[r].state;
+    finding.checks.push_back(probe.all_states(rank_count_));
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
   return finding;

@@ -82,6 +82,13 @@ class SyntheticProbe : public stats::JobProbe {
     for (int rank : ranks) states.push_back(job_.snapshot(rank, t_));
     return states;
   }
+  std::vector<stats::RankState> all_states(int rank_count) override {
+    std::vector<stats::RankState> states(static_cast<std::size_t>(rank_count));
+    for (int r = 0; r < rank_count; ++r) {
+      states[r] = job_.is_out(r, t_) ? stats::RankState::OutMpi : stats::RankState::InMpi;
+    }
+    return states;
+  }
   // Only shapes with checkpoints do I/O; for the others the scan would find nothing, slowly.
   std::vector<std::optional<std::uint64_t>> io_bytes() override {
     if (!tracks_io_) return {};
