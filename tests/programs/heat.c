@@ -36,9 +36,12 @@ __attribute__((noinline)) static void refine_boundary(double* u, int broken) {
   } while (!(change < 1e-12));
 }
 
-__attribute__((noinline)) static double jacobi_sweep(double* u, double* next) {
+/* Ranks own unequal shares of the work (1x, 1.5x, 2x), as real decompositions do, so the faster
+ * ones wait in MPI for the slowest every step: the variation parastack's model learns from. */
+__attribute__((noinline)) static double jacobi_sweep(double* u, double* next, int rank) {
   double residual = 0;
-  for (int repeat = 0; repeat < 40; ++repeat) {
+  const int repeats = 40 + 20 * (rank % 3);
+  for (int repeat = 0; repeat < repeats; ++repeat) {
     for (int i = 1; i <= CELLS; ++i) next[i] = 0.5 * (u[i - 1] + u[i + 1]);
     for (int i = 1; i <= CELLS; ++i) {
       residual += fabs(next[i] - u[i]);
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
   long step = 0;
   for (int stop = 0; !stop; ++step) {
     exchange_halos(u, rank, size);
-    const double local = jacobi_sweep(u, next);
+    const double local = jacobi_sweep(u, next, rank);
     refine_boundary(u, rank == bug_rank && bug_after >= 0 && now() - start > bug_after);
     double residual = 0;
     MPI_Allreduce(&local, &residual, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
