@@ -262,12 +262,10 @@ int run_watchdog(RunOptions options) {
     }
     watched.insert(instance.id);
     report.instance = instance.id;
-    log.info("found {} rank(s) of MPI program {} ({}); sampling {} per set", instance.ranks.size(),
-             instance.ranks.front().command, instance.id,
-             std::min<std::size_t>(options.watchdog.sampled_ranks, std::max<std::size_t>(1, instance.ranks.size() / 2)));
-
     watch::NodeProbe probe(instance.ranks, job_running);
     stats::Watchdog watchdog(options.watchdog, static_cast<int>(instance.ranks.size()), seed + watched.size());
+    log.info("found {} rank(s) of MPI program {} ({}); sampling {} set(s) of {}", instance.ranks.size(),
+             instance.ranks.front().command, instance.id, watchdog.sets().size(), watchdog.sets().front().size());
     std::ofstream trace(paths.trace, std::ios::trunc);
     if (!trace) log.warn("cannot write the sample trace {}: {}", paths.trace, std::strerror(errno));
     bool hang_episode = false;  // a hang was reported and no healthy sample has been seen since

@@ -62,7 +62,11 @@ std::vector<stats::RankSnapshot> NodeProbe::snapshot(const std::vector<int>& ran
   for (int index : ranks) {
     auto sample = sampler_.sample(ranks_[index].pid, options_);
     ++samples_taken_;
-    if (sample.failure) sampler_.forget(ranks_[index].pid);
+    // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
+    // debugger for a while would otherwise have its symbols reloaded at every sample.
+    if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie) {
+      sampler_.forget(ranks_[index].pid);
+    }
     // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown.
     states.push_back({sample.failure ? stats::RankState::Unknown : sample.state,
                       std::move(sample.mpi_function)});
