@@ -66,6 +66,6 @@ case "${1:-}" in
   # Real jobs on 2 shared cores are noisy: a failed test gets one more try, and a test that fails
   # twice fails the run (ctest prints both attempts).
   test) install_missing; build; ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 --repeat until-pass:2 ;;
-  bench) install_missing; build; bench/detection-campaign.sh ;;
+  bench) install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh ;;
   *) usage ;;
 esac

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "parastack/stats/watchdog.h"
-#include "watch/node_probe.h"
+#include "watch/node_worker.h"
 #include "watch/stack_views.h"
 
 namespace parastack::watch {

@@ -1,0 +1,77 @@
+// Options shared by parastack and parastack-monitor.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "commands.h"
+
+namespace parastack::cli {
+
+void add_model_options(CLI::App& command, stats::ModelConfig& config) {
+  command.add_option("--alpha", config.alarm.alpha,
+                     "Significance level: the accepted probability of a false alarm (per job with "
+                     "the default budget, per test with --budget per-test)")
+      ->check(CLI::Range(1e-12, 0.5))
+      ->capture_default_str();
+  command
+      .add_option_function<std::string>(
+          "--budget",
+          [&config](const std::string& value) {
+            config.alarm.budget =
+                value == "per-test" ? stats::AlarmBudget::PerTest : stats::AlarmBudget::PerJob;
+          },
+          "How alpha is spent: per-job bounds the false-alarm probability of the whole job; "
+          "per-test is the paper's rule")
+      ->check(CLI::IsMember({"per-job", "per-test"}))
+      ->default_str("per-job");
+  command
+      .add_option_function<std::string>(
+          "--thresholds",
+          [&config](const std::string& value) {
+            config.thresholds =
+                value == "paper" ? stats::ThresholdRule::Paper : stats::ThresholdRule::EveryValue;
+          },
+          "Suspicion thresholds tested: every-value (every sample value, alpha split) or paper "
+          "(the tightest ladder step's only)")
+      ->check(CLI::IsMember({"every-value", "paper"}))
+      ->default_str("every-value");
+  command.add_option("--horizon", config.alarm.horizon_seconds,
+                     "Job length in seconds the per-job budget is planned for (longer jobs stay "
+                     "covered)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--interval", config.initial_interval, "Initial sampling interval I, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--max-interval", config.max_interval, "I never doubles beyond this, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--sets", config.sets, "Disjoint monitored rank sets")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  command.add_option("--turn", config.observations_per_turn,
+                     "Observations of one set before switching to the next")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")
+      ->capture_default_str();
+}
+
+void JobSelectorOptions::add_to(CLI::App& command) {
+  slurm_ = command.add_option("--slurm-job", slurm_job_, "A Slurm job id");
+  pbs_ = command.add_option("--pbs-job", pbs_job_, "A PBS/Torque job id");
+  pid_ = command.add_option("--pid", launcher_, "The launcher's pid (mpirun, srun...)")->check(CLI::PositiveNumber);
+  slurm_->excludes(pbs_)->excludes(pid_);
+  pbs_->excludes(pid_);
+}
+
+std::optional<sampler::JobSelector> JobSelectorOptions::selector(const std::string& who) const {
+  if (slurm_->count() + pbs_->count() + pid_->count() != 1) {
+    std::cerr << who << ": give one of --slurm-job, --pbs-job or --pid\n";
+    return std::nullopt;
+  }
+  if (slurm_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Slurm, {}, slurm_job_};
+  if (pbs_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Pbs, {}, pbs_job_};
+  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher, os::Pid{launcher_}, {}};
+}
+
+}  // namespace parastack::cli

@@ -1,0 +1,345 @@
+// parastack-monitor: the watchdog across nodes, as an Open MPI program with one process per node
+//   mpirun --map-by ppr:1:node parastack-monitor --pid LAUNCHER | --slurm-job ID | --pbs-job ID
+//   srun --overlap --ntasks-per-node=1 parastack-monitor --slurm-job $SLURM_JOB_ID
+// Rank 0 leads (watch::lead: the model and every decision) and monitors its own node; the others
+// only serve requests (network::serve). The same binary benchmarks the network on emulated ranks.
+#include <mpi.h>
+#include <signal.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "commands.h"
+#include "network/cluster_probe.h"
+#include "network/mpi_monitors.h"
+#include "parastack/stats/random.h"
+#include "watch/leader.h"
+#include "watch/node_worker.h"
+
+namespace parastack::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct MonitorOptions {
+  stats::WatchdogConfig watchdog;
+  JobSelectorOptions job;
+  std::string action = "kill";
+  std::string report;
+  std::string log_file;
+  std::string log_level = "info";
+  double grace = 10;
+  double timeout = 60;
+  double linger = 0;
+  std::uint64_t seed = 0;
+  bool share_node = false;
+  std::uint64_t emulate_ranks = 0;
+  bool bench = false;
+  double idle_seconds = 60;
+  int bench_samples = 200;
+};
+
+volatile sig_atomic_t stop_requested = 0;
+void request_stop(int) { stop_requested = 1; }
+
+std::shared_ptr<spdlog::logger> make_logger(const MonitorOptions& options, int self) {
+  std::shared_ptr<spdlog::logger> logger;
+  if (options.log_file.empty()) {
+    logger = std::make_shared<spdlog::logger>("parastack", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  } else {
+    logger = std::make_shared<spdlog::logger>(
+        "parastack", std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.log_file));
+  }
+  logger->set_pattern(self == 0 ? "parastack %H:%M:%S.%e %l: %v"
+                                : "parastack monitor " + std::to_string(self) + " %H:%M:%S.%e %l: %v");
+  logger->set_level(spdlog::level::from_str(options.log_level));
+  logger->flush_on(spdlog::level::info);
+  return logger;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The benchmark of bench/monitor-network.sh, on emulated ranks, through the real requests.
+int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options) {
+  const auto elapsed = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+  std::printf("monitors: %d, emulated ranks: %llu (%llu per monitor)\n", monitors.count(),
+              static_cast<unsigned long long>(options.emulate_ranks),
+              static_cast<unsigned long long>(options.emulate_ranks / static_cast<std::uint64_t>(monitors.count())));
+
+  // 1. The rank table, gathered up the tree of monitors.
+  std::vector<double> table_times;
+  std::vector<network::TableEntry> table;
+  std::size_t table_bytes = 0;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = Clock::now();
+    const auto reply = monitors.reduce(network::plain_request(network::Request::Discover));
+    table = network::decode_discovery(reply);
+    table_times.push_back(elapsed(start));
+    table_bytes = reply.size();
+  }
+  std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  monitors.call(everyone, network::adopt_request("emulated"));
+  network::ClusterProbe probe(monitors, table, [] { return true; });
+
+  // 2. The leader's work per sample: a snapshot of C random ranks (wherever they live) and the
+  //    model's step, as the watchdog loop does it.
+  stats::Watchdog watchdog(options.watchdog, static_cast<int>(table.size()), 7);
+  stats::HangModel model(watchdog.model().config());
+  stats::SplitMix rng(11);
+  std::vector<double> walls, cpus;
+  for (int s = 0; s < options.bench_samples; ++s) {
+    const auto& set = watchdog.sets()[static_cast<std::size_t>(s) % watchdog.sets().size()];
+    const auto start = Clock::now();
+    const double cpu = thread_cpu_seconds();
+    const auto snapshots = probe.snapshot(set);
+    stats::Observation o{probe.now(), s % static_cast<int>(watchdog.sets().size()), 0, 0};
+    for (const auto& x : snapshots) {
+      o.n_out += x.state == stats::RankState::OutMpi ? 1 : 0;
+      o.n += x.state != stats::RankState::Unknown ? 1 : 0;
+    }
+    model.observe(o);
+    cpus.push_back(thread_cpu_seconds() - cpu);
+    walls.push_back(elapsed(start));
+    (void)rng;
+  }
+  std::set<int> touched;
+  for (const auto& set : watchdog.sets()) {
+    for (int r : set) touched.insert(probe.table()[static_cast<std::size_t>(r)].monitor);
+  }
+
+  // 3. Every rank's stacks, merged up the tree of monitors.
+  std::vector<double> merge_times;
+  std::size_t tree_nodes = 0, classes = 0, tree_bytes = 0;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = Clock::now();
+    const auto reply = monitors.reduce(network::plain_request(network::Request::GatherStacks));
+    const auto stacks = network::decode_stacks(reply);
+    merge_times.push_back(elapsed(start));
+    tree_nodes = stacks.tree.node_count();
+    classes = stacks.tree.equivalence_classes().size();
+    tree_bytes = reply.size();
+  }
+
+  // 4. Idle monitors over idle_seconds: the leader waits as it waits between samples.
+  const auto usage = [&] {
+    std::vector<network::Usage> all;
+    for (const auto& reply : monitors.call(everyone, network::plain_request(network::Request::Usage))) {
+      all.push_back(network::decode_usage(reply));
+    }
+    return all;
+  };
+  const auto before = usage();
+  probe.wait_until(probe.now() + options.idle_seconds);
+  const auto after = usage();
+  std::vector<double> idle_percent;
+  for (std::size_t m = 1; m < before.size(); ++m) {
+    idle_percent.push_back(100 * (after[m].cpu_seconds - before[m].cpu_seconds) /
+                           (after[m].wall_seconds - before[m].wall_seconds));
+  }
+  const double leader_percent =
+      100 * (after[0].cpu_seconds - before[0].cpu_seconds) / (after[0].wall_seconds - before[0].wall_seconds);
+
+  std::printf("| emulated ranks | monitors | rank table: gather s (median of 3) | table bytes | leader per sample: wall ms (median / p95) | leader CPU ms per sample | monitors asked per set | stack merge s (median of 3) | merged tree: nodes / classes / bytes |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  auto sorted_walls = walls;
+  std::sort(sorted_walls.begin(), sorted_walls.end());
+  std::printf("| %llu | %d | %.4f | %zu | %.3f / %.3f | %.3f | %zu of %d | %.4f | %zu / %zu / %zu |\n",
+              static_cast<unsigned long long>(table.size()), monitors.count(), median(table_times), table_bytes,
+              1e3 * median(walls), 1e3 * sorted_walls[sorted_walls.size() * 95 / 100], 1e3 * median(cpus),
+              touched.size(), monitors.count(), median(merge_times), tree_nodes, classes, tree_bytes);
+  if (!idle_percent.empty()) {
+    std::printf("idle over %.0f s: monitors' CPU %% of a core: max %.3f, mean %.3f; leader %.3f\n",
+                options.idle_seconds, *std::max_element(idle_percent.begin(), idle_percent.end()),
+                std::accumulate(idle_percent.begin(), idle_percent.end(), 0.0) / static_cast<double>(idle_percent.size()),
+                leader_percent);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector,
+               spdlog::logger& log) {
+  watch::RunReport report;
+  report.host = monitors.host(0);
+  report.action = options.action;
+  report.config = options.watchdog;
+  report.launcher_pid = selector.kind == sampler::JobSelector::Kind::Launcher ? selector.launcher.value : 0;
+  report.command = {"parastack-monitor", selector.kind == sampler::JobSelector::Kind::Launcher
+                                             ? "--pid=" + std::to_string(selector.launcher.value)
+                                             : (selector.kind == sampler::JobSelector::Kind::Slurm ? "--slurm-job=" : "--pbs-job=") + selector.job_id};
+  std::string path = options.report.empty() ? "parastack-" + report.host + "-" + std::to_string(::getpid()) + ".json"
+                                            : options.report;
+  const auto paths = watch::report_paths(path);
+  report.trace_path = paths.trace;
+  report.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (auto problem = watch::report_path_problem(paths.json)) {
+    log.error("the report cannot be written to {} ({}); a report will go to this log", paths.json, *problem);
+  }
+
+  watch::LeaderOptions leading;
+  leading.watchdog = options.watchdog;
+  leading.action = options.action;
+  leading.grace = options.grace;
+  if (options.linger > 0) leading.linger = options.linger;
+  leading.seed = options.seed ? options.seed : std::random_device{}();
+  leading.paths = paths;
+  watch::JobControl control;
+  control.running = [&] {
+    if (stop_requested) return false;
+    // With --pid the job lives as long as its launcher (on the leader's node); a batch job's
+    // monitors live as long as the allocation, which ends them.
+    return selector.kind != sampler::JobSelector::Kind::Launcher || ::kill(selector.launcher.value, 0) == 0 ||
+           errno == EPERM;
+  };
+  std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  control.terminate = [&](double grace) {
+    // Every rank on every node: the launcher sees its ranks die and ends the job.
+    monitors.call(everyone, network::signal_request(SIGTERM));
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+    while (Clock::now() < until && control.running()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    monitors.call(everyone, network::signal_request(SIGKILL));
+    return 0;
+  };
+  control.end_hint = selector.kind == sampler::JobSelector::Kind::Launcher
+                         ? "kill " + std::to_string(selector.launcher.value)
+                         : (selector.kind == sampler::JobSelector::Kind::Slurm ? "scancel " : "qdel ") + selector.job_id;
+
+  const auto outcome = watch::lead(monitors, leading, control, report, log);
+  if (outcome == watch::Outcome::MonitoringLost) {
+    write_report(report, paths, log);
+    return 6;
+  }
+  if (outcome == watch::Outcome::Hang) return kExitHang;
+  if (report.verdict != "hang") {
+    report.verdict = "completed";
+    report.action_taken = "none";
+    report.ended_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    write_report(report, paths, log);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace parastack::cli
+
+int main(int argc, char** argv) {
+  using namespace parastack;
+  using namespace parastack::cli;
+  MonitorOptions options;
+  CLI::App app{"parastack-monitor: the parastack watchdog across nodes, one MPI process per node (rank 0 leads)"};
+  add_model_options(app, options.watchdog.model);
+  options.job.add_to(app);
+  app.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--action", options.action, "On a confirmed hang: kill, report or stop")
+      ->check(CLI::IsMember({"kill", "report", "stop"}))
+      ->capture_default_str();
+  app.add_option("--report", options.report, "Report path (JSON), written by the leader");
+  app.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--monitor-timeout", options.timeout,
+                 "Seconds a monitor may take to answer before its node counts as lost (monitoring then "
+                 "stops; the job runs on)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--linger", options.linger,
+                 "After a program ends, end monitoring if no other starts within this many seconds (0: "
+                 "wait for the job's end)")
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--log-file", options.log_file, "Log to this file instead of stderr");
+  app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--seed", options.seed, "Seed for the random choices (0: random)");
+  app.add_flag("--share-node", options.share_node,
+               "Testing: monitors share one machine; monitor m of M takes the block of ranks r with "
+               "r * M / world_size == m, as if each were on its own node");
+  app.add_option("--emulate-ranks", options.emulate_ranks,
+                 "Benchmark: no real job; the monitors pretend to hold this many ranks in all");
+  app.add_flag("--bench", options.bench, "Benchmark the network on emulated ranks (with --emulate-ranks)");
+  app.add_option("--idle-seconds", options.idle_seconds, "Benchmark: how long to measure idle monitors");
+  app.add_option("--bench-samples", options.bench_samples, "Benchmark: samples to time")->check(CLI::Range(1, 1000000));
+  // Parse before MPI starts: a usage error must not need an MPI job to be reported.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  if (options.bench != (options.emulate_ranks > 0)) {
+    std::cerr << "parastack-monitor: --bench and --emulate-ranks go together\n";
+    return kExitUsage;
+  }
+  std::optional<sampler::JobSelector> selector;
+  if (!options.bench && !(selector = options.job.selector("parastack-monitor"))) return kExitUsage;
+  if (auto error = stats::config_error(options.watchdog)) {
+    std::cerr << "parastack-monitor: " << *error << "\n";
+    return kExitUsage;
+  }
+
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int self = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &self);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    logger = make_logger(options, self);
+  } catch (const std::exception& e) {
+    std::cerr << "parastack-monitor: cannot open the log file " << options.log_file << ": " << e.what() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, kExitUsage);
+  }
+  spdlog::set_default_logger(logger);
+  ::signal(SIGTERM, request_stop);
+  ::signal(SIGINT, request_stop);
+
+  std::unique_ptr<watch::NodeWorker> worker;
+  if (options.bench) {
+    const auto per_monitor = static_cast<std::uint32_t>(options.emulate_ranks / static_cast<std::uint64_t>(size));
+    worker = std::make_unique<watch::EmulatedNodeWorker>(self, size, per_monitor, 1);
+  } else {
+    watch::NodeShare share;
+    if (options.share_node) share = {self, size};
+    worker = std::make_unique<watch::LiveNodeWorker>(*selector, share);
+  }
+  const auto hosts = network::gather_hosts();
+  int status = 0;
+  if (self != 0) {
+    network::serve(*worker);
+  } else {
+    network::MpiMonitors monitors(*worker, hosts, std::chrono::duration<double>(options.timeout));
+    status = options.bench ? run_benchmark(monitors, options) : run_leader(monitors, options, *selector, *logger);
+    if (status == 6) {
+      // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
+      // job is a different MPI job and is not touched).
+      logger->flush();
+      MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    monitors.release();
+  }
+  MPI_Finalize();
+  return status;
+}

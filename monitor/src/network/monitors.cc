@@ -1,0 +1,275 @@
+#include "network/monitors.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <variant>
+
+#include "network/wire.h"
+#include "parastack/diagnosis/serialize.h"
+
+namespace parastack::network {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const Clock::time_point kProcessStart = Clock::now();
+
+double seconds_since_start() { return std::chrono::duration<double>(Clock::now() - kProcessStart).count(); }
+
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void write_state(WireWriter& w, stats::RankState s) { w.u8(static_cast<std::uint8_t>(s)); }
+
+stats::RankState read_state(WireReader& in) {
+  const auto v = in.u8();
+  if (v > static_cast<std::uint8_t>(stats::RankState::Unknown)) throw WireError("bad rank state");
+  return static_cast<stats::RankState>(v);
+}
+
+// A stacks reply: the encoded tree, then the records.
+std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<watch::RankRecord>& records) {
+  WireWriter w;
+  w.str(diagnosis::serialize(tree)).u32(static_cast<std::uint32_t>(records.size()));
+  for (const auto& r : records) w.i32(r.rank).i32(r.pid).str(r.host).str(r.state).str(r.mpi_function);
+  return std::move(w).bytes();
+}
+
+}  // namespace
+
+std::string serve_request(watch::NodeWorker& worker, int self, std::string_view request) {
+  WireReader in(request);
+  const auto kind = static_cast<Request>(in.u8());
+  WireWriter out;
+  switch (kind) {
+    case Request::Discover: {
+      // One block per monitor: its host once, a table of the (instance, command) pairs, then
+      // 14 bytes per rank: a million-rank table is 14 MB, not a string per rank.
+      const auto ranks = worker.discover();
+      std::vector<std::pair<std::string, std::string>> programs;
+      std::vector<std::uint16_t> program_of;
+      for (const auto& r : ranks) {
+        const std::pair<std::string, std::string> key{r.instance, r.command};
+        auto it = std::find(programs.begin(), programs.end(), key);
+        if (it == programs.end()) it = programs.insert(programs.end(), key);
+        program_of.push_back(static_cast<std::uint16_t>(it - programs.begin()));
+      }
+      out.u32(1).i32(self).str(ranks.empty() ? std::string() : ranks.front().host);
+      out.u32(static_cast<std::uint32_t>(programs.size()));
+      for (const auto& [instance, command] : programs) out.str(instance).str(command);
+      out.u32(static_cast<std::uint32_t>(ranks.size()));
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        out.i32(ranks[i].rank).i32(ranks[i].world_size).i32(ranks[i].pid).u16(program_of[i]);
+      }
+      break;
+    }
+    case Request::Adopt:
+      worker.adopt(in.str());
+      out.u32(static_cast<std::uint32_t>(worker.ranks().size()));
+      break;
+    case Request::Snapshot: {
+      std::vector<int> local(in.u32());
+      for (auto& l : local) {
+        l = in.i32();
+        if (l < 0 || static_cast<std::size_t>(l) >= worker.ranks().size()) throw WireError("no such rank here");
+      }
+      const auto snapshots = worker.snapshot(local);
+      out.u32(static_cast<std::uint32_t>(snapshots.size()));
+      for (const auto& s : snapshots) {
+        write_state(out, s.state);
+        out.str(s.mpi_function);
+      }
+      break;
+    }
+    case Request::AllStates: {
+      const auto states = worker.all_states();
+      out.u32(static_cast<std::uint32_t>(states.size()));
+      for (auto s : states) write_state(out, s);
+      break;
+    }
+    case Request::IoBytes: {
+      const auto bytes = worker.io_bytes();
+      out.u32(static_cast<std::uint32_t>(bytes.size()));
+      for (const auto& b : bytes) out.u8(b ? 1 : 0).u64(b.value_or(0));
+      break;
+    }
+    case Request::GatherStacks: {
+      std::vector<watch::RankRecord> records;
+      const auto tree = worker.gather_stacks(records);
+      return encode_stacks(tree, records);
+    }
+    case Request::Signal:
+      worker.signal(in.i32());
+      break;
+    case Request::Usage:
+      out.f64(process_cpu_seconds()).f64(seconds_since_start()).u64(worker.samples_taken());
+      break;
+    case Request::Exit:
+      break;
+    default:
+      throw WireError("unknown request " + std::to_string(static_cast<int>(kind)));
+  }
+  return std::move(out).bytes();
+}
+
+std::string combine_replies(Request request, std::vector<std::string> replies) {
+  if (replies.size() == 1) return std::move(replies.front());
+  if (request == Request::Discover) {
+    std::uint32_t total = 0;
+    std::string body;
+    for (const auto& reply : replies) {
+      WireReader in(reply);
+      total += in.u32();
+      body.append(reply, sizeof(std::uint32_t));
+    }
+    WireWriter w;
+    w.u32(total);
+    return std::move(w).bytes() + body;
+  }
+  if (request == Request::GatherStacks) {
+    GatheredStacks merged;
+    for (const auto& reply : replies) {
+      auto part = decode_stacks(reply);
+      merged.tree.merge(part.tree);
+      for (auto& r : part.records) merged.records.push_back(std::move(r));
+    }
+    return encode_stacks(merged.tree, merged.records);
+  }
+  return std::move(replies.front());  // acknowledgements: nothing to combine
+}
+
+// ---- replies ----
+
+std::string adopt_request(const std::string& instance) {
+  WireWriter w;
+  w.u8(static_cast<std::uint8_t>(Request::Adopt)).str(instance);
+  return std::move(w).bytes();
+}
+
+std::string snapshot_request(const std::vector<int>& local) {
+  WireWriter w;
+  w.u8(static_cast<std::uint8_t>(Request::Snapshot)).u32(static_cast<std::uint32_t>(local.size()));
+  for (int l : local) w.i32(l);
+  return std::move(w).bytes();
+}
+
+std::string signal_request(int signal) {
+  WireWriter w;
+  w.u8(static_cast<std::uint8_t>(Request::Signal)).i32(signal);
+  return std::move(w).bytes();
+}
+
+std::vector<TableEntry> decode_discovery(std::string_view reply) {
+  WireReader in(reply);
+  std::vector<TableEntry> entries;
+  for (std::uint32_t blocks = in.u32(); blocks > 0; --blocks) {
+    const int monitor = in.i32();
+    const std::string host = in.str();
+    std::vector<std::pair<std::string, std::string>> programs(in.u32());
+    for (auto& [instance, command] : programs) {
+      instance = in.str();
+      command = in.str();
+    }
+    for (std::uint32_t n = in.u32(); n > 0; --n) {
+      TableEntry e;
+      e.monitor = monitor;
+      e.rank.rank = in.i32();
+      e.rank.world_size = in.i32();
+      e.rank.pid = in.i32();
+      const auto program = in.u16();
+      if (program >= programs.size()) throw WireError("bad program index in a rank table");
+      e.rank.host = host;
+      e.rank.instance = programs[program].first;
+      e.rank.command = programs[program].second;
+      entries.push_back(std::move(e));
+    }
+  }
+  return entries;
+}
+
+std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
+  WireReader in(reply);
+  std::vector<stats::RankSnapshot> snapshots(in.u32());
+  for (auto& s : snapshots) {
+    s.state = read_state(in);
+    s.mpi_function = in.str();
+  }
+  return snapshots;
+}
+
+std::vector<stats::RankState> decode_states(std::string_view reply) {
+  WireReader in(reply);
+  std::vector<stats::RankState> states(in.u32());
+  for (auto& s : states) s = read_state(in);
+  return states;
+}
+
+std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply) {
+  WireReader in(reply);
+  std::vector<std::optional<std::uint64_t>> bytes(in.u32());
+  for (auto& b : bytes) {
+    const bool known = in.u8() != 0;
+    const auto value = in.u64();
+    if (known) b = value;
+  }
+  return bytes;
+}
+
+GatheredStacks decode_stacks(std::string_view reply) {
+  WireReader in(reply);
+  GatheredStacks result;
+  auto decoded = diagnosis::deserialize(in.str());
+  if (const auto* error = std::get_if<diagnosis::DecodeError>(&decoded)) {
+    throw WireError("bad stack tree from a monitor: " + error->message);
+  }
+  result.tree = std::move(std::get<diagnosis::PrefixTree>(decoded));
+  result.records.resize(in.u32());
+  for (auto& r : result.records) {
+    r.rank = in.i32();
+    r.pid = in.i32();
+    r.host = in.str();
+    r.state = in.str();
+    r.mpi_function = in.str();
+  }
+  return result;
+}
+
+Usage decode_usage(std::string_view reply) {
+  WireReader in(reply);
+  Usage u;
+  u.cpu_seconds = in.f64();
+  u.wall_seconds = in.f64();
+  u.samples = in.u64();
+  return u;
+}
+
+// ---- one monitor ----
+
+SoloMonitors::SoloMonitors(watch::NodeWorker& worker, std::string host) : worker_(worker), host_(std::move(host)) {}
+
+std::vector<std::string> SoloMonitors::call(const std::vector<std::pair<int, std::string>>& requests) {
+  std::vector<std::string> replies;
+  for (const auto& [monitor, request] : requests) {
+    replies.push_back(serve_request(worker_, 0, request));
+    if (!request.empty() && static_cast<Request>(request[0]) == Request::Adopt) said_finished_ = false;
+  }
+  return replies;
+}
+
+std::string SoloMonitors::reduce(const std::string& request) { return call({0}, request).front(); }
+
+std::vector<int> SoloMonitors::finished() {
+  // Looked at once a second: a /proc read per rank, no more.
+  const double now = seconds_since_start();
+  if (said_finished_ || now < next_check_) return {};
+  next_check_ = now + 1;
+  if (worker_.ranks_alive()) return {};
+  said_finished_ = true;
+  return {0};
+}
+
+}  // namespace parastack::network

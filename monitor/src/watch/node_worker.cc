@@ -1,0 +1,166 @@
+#include "watch/node_worker.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "os/proc.h"
+#include "parastack/stackbench/emulator.h"
+#include "parastack/stats/random.h"
+#include "watch/stack_views.h"
+
+namespace parastack::watch {
+
+bool NodeShare::takes(int rank, int world_size) const {
+  if (count <= 1) return true;
+  if (world_size <= 0) return index == 0;  // without a world size nothing can be shared: one takes all
+  return static_cast<long long>(rank) * count / world_size == index;
+}
+
+// ---- live ranks ----
+
+LiveNodeWorker::LiveNodeWorker(sampler::JobSelector selector, NodeShare share, sampler::SampleOptions options)
+    : selector_(std::move(selector)), share_(share), options_(options) {}
+
+std::vector<NodeRank> LiveNodeWorker::discover() {
+  const auto discovery = sampler::discover_ranks(selector_);
+  for (const auto& problem : discovery.problems) {
+    if (problems_logged_.insert(problem).second) spdlog::warn("{}", problem);
+  }
+  discovered_.clear();
+  std::vector<NodeRank> found;
+  for (const auto& r : discovery.ranks) {
+    if (adopted_.contains(r.instance) || !share_.takes(r.rank, r.world_size)) continue;
+    NodeRank rank{r.rank, r.world_size, r.pid.value, r.host, r.instance, r.command};
+    discovered_[r.instance].push_back(rank);
+    found.push_back(std::move(rank));
+  }
+  return found;
+}
+
+void LiveNodeWorker::adopt(const std::string& instance) {
+  adopted_.insert(instance);
+  auto it = discovered_.find(instance);
+  ranks_ = it == discovered_.end() ? std::vector<NodeRank>{} : it->second;
+  for (const auto& [id, ranks] : discovered_) {
+    for (const auto& r : ranks) sampler_.forget(os::Pid{r.pid});  // images of other programs' ranks
+  }
+}
+
+stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
+  const os::Pid pid{ranks_.at(static_cast<std::size_t>(local)).pid};
+  auto sample = sampler_.sample(pid, options_);
+  ++samples_taken_;
+  // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
+  // debugger for a while would otherwise have its symbols reloaded at every sample.
+  if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie) {
+    sampler_.forget(pid);
+  }
+  // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown.
+  return {sample.failure ? stats::RankState::Unknown : sample.state, std::move(sample.mpi_function)};
+}
+
+std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>& local) {
+  std::vector<stats::RankSnapshot> states;
+  states.reserve(local.size());
+  for (int index : local) states.push_back(sample_one(index));
+  return states;
+}
+
+std::vector<stats::RankState> LiveNodeWorker::all_states() {
+  std::vector<stats::RankState> states;
+  states.reserve(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) states.push_back(sample_one(static_cast<int>(i)).state);
+  return states;
+}
+
+std::vector<std::optional<std::uint64_t>> LiveNodeWorker::io_bytes() {
+  std::vector<std::optional<std::uint64_t>> bytes;
+  bytes.reserve(ranks_.size());
+  for (const auto& r : ranks_) {
+    const auto io = os::read_io(os::Pid{r.pid});
+    bytes.push_back(io ? std::optional(io->read_chars + io->written_chars) : std::nullopt);
+  }
+  return bytes;
+}
+
+diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& records) {
+  diagnosis::PrefixTree tree;
+  records.clear();
+  sampler::SampleOptions with_frames = options_;
+  with_frames.frames = true;
+  for (const auto& r : ranks_) {
+    const auto sample = sampler_.sample(os::Pid{r.pid}, with_frames);
+    ++samples_taken_;
+    records.push_back({r.rank, r.pid, r.host, sample.describe(), sample.mpi_function});
+    tree.add(stack_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
+  }
+  return tree;
+}
+
+void LiveNodeWorker::signal(int signal) {
+  for (const auto& r : ranks_) ::kill(r.pid, signal);
+}
+
+bool LiveNodeWorker::ranks_alive() {
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& r) {
+    const auto stat = os::read_stat(os::Pid{r.pid});
+    return stat && stat->state != 'Z' && stat->state != 'X';
+  });
+}
+
+// ---- emulated ranks ----
+
+struct EmulatedNodeWorker::Generator {
+  stackbench::Workload workload;
+  stackbench::TraceGenerator traces;
+  stats::SplitMix rng;
+  Generator(const stackbench::Workload& w, std::uint64_t seed) : workload(w), traces(w), rng(seed) {}
+};
+
+EmulatedNodeWorker::EmulatedNodeWorker(int index, int count, std::uint32_t per_monitor, std::uint64_t seed)
+    : index_(index), count_(count), per_monitor_(per_monitor) {
+  stackbench::Workload workload;
+  workload.monitors = static_cast<std::uint32_t>(count);
+  workload.tasks_per_monitor = per_monitor;
+  generator_ = std::make_unique<Generator>(workload, seed + static_cast<std::uint64_t>(index));
+  const int world = count * static_cast<int>(per_monitor);
+  table_.reserve(per_monitor);
+  for (std::uint32_t i = 0; i < per_monitor; ++i) {
+    const int rank = index * static_cast<int>(per_monitor) + static_cast<int>(i);
+    table_.push_back({rank, world, 100000 + rank, "emulated" + std::to_string(index), "emulated", "emulated"});
+  }
+}
+
+EmulatedNodeWorker::~EmulatedNodeWorker() = default;
+
+std::vector<NodeRank> EmulatedNodeWorker::discover() { return ranks_.empty() ? table_ : std::vector<NodeRank>{}; }
+
+void EmulatedNodeWorker::adopt(const std::string&) { ranks_ = table_; }
+
+std::vector<stats::RankSnapshot> EmulatedNodeWorker::snapshot(const std::vector<int>& local) {
+  std::vector<stats::RankSnapshot> states;
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    ++samples_taken_;
+    const bool out = generator_->rng.uniform() < 0.5;
+    states.push_back({out ? stats::RankState::OutMpi : stats::RankState::InMpi, out ? "" : "MPI_Allreduce"});
+  }
+  return states;
+}
+
+std::vector<stats::RankState> EmulatedNodeWorker::all_states() {
+  std::vector<stats::RankState> states(ranks_.size());
+  for (auto& s : states) s = generator_->rng.uniform() < 0.5 ? stats::RankState::OutMpi : stats::RankState::InMpi;
+  samples_taken_ += ranks_.size();
+  return states;
+}
+
+diagnosis::PrefixTree EmulatedNodeWorker::gather_stacks(std::vector<RankRecord>& records) {
+  records.clear();  // a million records would measure the report, not the merge
+  samples_taken_ += ranks_.size();
+  return stackbench::build_monitor_tree(generator_->workload, generator_->traces,
+                                        static_cast<std::uint32_t>(index_));
+}
+
+}  // namespace parastack::watch

@@ -1,0 +1,129 @@
+// The node worker: what one monitor does on its node, and nothing else. It finds the job's ranks
+// here, samples the ones the leader names, reports every rank's state, merges its ranks' stacks
+// into one prefix tree and signals its ranks. It decides nothing: the leader (stats::Watchdog
+// behind a ClusterProbe) does, on one node or on thousands, through the same requests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "parastack/diagnosis/prefix_tree.h"
+#include "parastack/stats/verification.h"
+#include "sampler/rank_discovery.h"
+#include "sampler/stack_sampler.h"
+
+namespace parastack::watch {
+
+// A rank as a report lists it.
+struct RankRecord {
+  int rank = -1;
+  int pid = 0;
+  std::string host;
+  std::string state;         // "IN_MPI", "OUT_MPI" or why it could not be sampled
+  std::string mpi_function;  // when IN_MPI
+};
+
+// A rank on this node, as the leader's rank table holds it.
+struct NodeRank {
+  int rank = -1;
+  int world_size = 0;
+  int pid = 0;
+  std::string host;
+  std::string instance;
+  std::string command;
+};
+
+class NodeWorker {
+ public:
+  virtual ~NodeWorker() = default;
+  // The ranks here of every MPI program not adopted yet, by instance then rank.
+  virtual std::vector<NodeRank> discover() = 0;
+  // From now on "my ranks" are this instance's ranks of the last discover(), in that order.
+  virtual void adopt(const std::string& instance) = 0;
+  virtual const std::vector<NodeRank>& ranks() const = 0;
+  // Sampling of my ranks by their index in ranks(). A rank that cannot be sampled is Unknown.
+  virtual std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) = 0;
+  virtual std::vector<stats::RankState> all_states() = 0;
+  virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+  // Every rank's stack (one sample each) merged into one tree; their states into records.
+  virtual diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) = 0;
+  virtual void signal(int signal) = 0;
+  // Whether any of my ranks is still alive (dead and zombie ranks are not).
+  virtual bool ranks_alive() = 0;
+  virtual std::uint64_t samples_taken() const = 0;
+};
+
+// Which of a job's ranks one monitor takes when several monitors share a machine (tests, and
+// emulated nodes): monitor `index` of `count` takes ranks r with r * count / world_size == index,
+// as a block mapping of the ranks onto `count` nodes would place them. Count 1 takes all.
+struct NodeShare {
+  int index = 0;
+  int count = 1;
+  bool takes(int rank, int world_size) const;
+};
+
+// Real ranks: discovered in /proc, sampled with ptrace.
+class LiveNodeWorker final : public NodeWorker {
+ public:
+  LiveNodeWorker(sampler::JobSelector selector, NodeShare share = {}, sampler::SampleOptions options = {});
+
+  std::vector<NodeRank> discover() override;
+  void adopt(const std::string& instance) override;
+  const std::vector<NodeRank>& ranks() const override { return ranks_; }
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
+  std::vector<stats::RankState> all_states() override;
+  std::vector<std::optional<std::uint64_t>> io_bytes() override;
+  diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
+  void signal(int signal) override;
+  bool ranks_alive() override;
+  std::uint64_t samples_taken() const override { return samples_taken_; }
+
+ private:
+  stats::RankSnapshot sample_one(int local);
+
+  sampler::JobSelector selector_;
+  NodeShare share_;
+  sampler::SampleOptions options_;
+  sampler::StackSampler sampler_;
+  std::map<std::string, std::vector<NodeRank>> discovered_;
+  std::set<std::string> adopted_;
+  std::vector<NodeRank> ranks_;
+  std::set<std::string> problems_logged_;
+  std::uint64_t samples_taken_ = 0;
+};
+
+// Emulated ranks for the monitor network's benchmark (bench/monitor-network.sh): monitor `index`
+// of `count` pretends to hold ranks [index * per_monitor, (index + 1) * per_monitor) of one
+// instance, in or out of MPI at random, with STATBench's synthetic stack traces.
+class EmulatedNodeWorker final : public NodeWorker {
+ public:
+  EmulatedNodeWorker(int index, int count, std::uint32_t per_monitor, std::uint64_t seed);
+  ~EmulatedNodeWorker() override;
+
+  std::vector<NodeRank> discover() override;
+  void adopt(const std::string& instance) override;
+  const std::vector<NodeRank>& ranks() const override { return ranks_; }
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
+  std::vector<stats::RankState> all_states() override;
+  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
+  diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
+  void signal(int) override {}
+  bool ranks_alive() override { return true; }
+  std::uint64_t samples_taken() const override { return samples_taken_; }
+
+ private:
+  struct Generator;
+  int index_, count_;
+  std::uint32_t per_monitor_;
+  std::unique_ptr<Generator> generator_;
+  std::vector<NodeRank> table_, ranks_;
+  std::uint64_t samples_taken_ = 0;
+};
+
+}  // namespace parastack::watch
