@@ -106,7 +106,6 @@ int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options)
   //    model's step, as the watchdog loop does it.
   stats::Watchdog watchdog(options.watchdog, static_cast<int>(table.size()), 7);
   stats::HangModel model(watchdog.model().config());
-  stats::SplitMix rng(11);
   std::vector<double> walls, cpus;
   for (int s = 0; s < options.bench_samples; ++s) {
     const auto& set = watchdog.sets()[static_cast<std::size_t>(s) % watchdog.sets().size()];
@@ -121,7 +120,6 @@ int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options)
     model.observe(o);
     cpus.push_back(thread_cpu_seconds() - cpu);
     walls.push_back(elapsed(start));
-    (void)rng;
   }
   std::set<int> touched;
   for (const auto& set : watchdog.sets()) {
