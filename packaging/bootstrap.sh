@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 # attaches a debugger while parastack samples; lammps is a real MPI application the tests watch.
 packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-dev libcli11-dev
           libspdlog-dev libunwind-dev libopenmpi-dev openmpi-bin graphviz gdb lammps)
+# The tests only: emulated hosts (tests/support/emulated_hosts.h) are network, UTS, PID and mount
+# namespaces (iproute2), each with tini as init and an ssh server (dropbear) that Open MPI's ssh
+# launcher reaches. dropbear-bin installs no service.
+test_packages=(iproute2 tini dropbear-bin openssh-client)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2
@@ -65,7 +69,7 @@ case "${1:-}" in
   demo) install_missing; build; demo ;;
   # Real jobs on 2 shared cores are noisy: a failed test gets one more try, and a test that fails
   # twice fails the run (ctest prints both attempts).
-  test) install_missing; build; ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 --repeat until-pass:2 ;;
+  test) packages+=("${test_packages[@]}"); install_missing; build; ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 --repeat until-pass:2 ;;
   bench) install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh ;;
   *) usage ;;
 esac

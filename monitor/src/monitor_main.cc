@@ -5,8 +5,6 @@
 // only serve requests (network::serve). The same binary benchmarks the network on emulated ranks.
 #include <mpi.h>
 #include <signal.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,14 +16,17 @@
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "commands.h"
 #include "network/cluster_probe.h"
 #include "network/mpi_monitors.h"
-#include "parastack/stats/random.h"
 #include "watch/leader.h"
+#include "watch/logging.h"
 #include "watch/node_worker.h"
+#include "watch/stack_views.h"
 
 namespace parastack::cli {
 namespace {
@@ -48,25 +49,15 @@ struct MonitorOptions {
   bool bench = false;
   double idle_seconds = 60;
   int bench_samples = 200;
+  // --stacks: print the job's merged stacks once and exit (parastack stacks across nodes).
+  bool stacks = false;
+  int stack_samples = 1;
+  double stack_interval = 0.2;
+  std::string stack_format = "text";
 };
 
 volatile sig_atomic_t stop_requested = 0;
 void request_stop(int) { stop_requested = 1; }
-
-std::shared_ptr<spdlog::logger> make_logger(const MonitorOptions& options, int self) {
-  std::shared_ptr<spdlog::logger> logger;
-  if (options.log_file.empty()) {
-    logger = std::make_shared<spdlog::logger>("parastack", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  } else {
-    logger = std::make_shared<spdlog::logger>(
-        "parastack", std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.log_file));
-  }
-  logger->set_pattern(self == 0 ? "parastack %H:%M:%S.%e %l: %v"
-                                : "parastack monitor " + std::to_string(self) + " %H:%M:%S.%e %l: %v");
-  logger->set_level(spdlog::level::from_str(options.log_level));
-  logger->flush_on(spdlog::level::info);
-  return logger;
-}
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -92,7 +83,7 @@ int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options)
   std::size_t table_bytes = 0;
   for (int round = 0; round < 3; ++round) {
     const auto start = Clock::now();
-    const auto reply = monitors.reduce(network::plain_request(network::Request::Discover));
+    const auto reply = monitors.reduce(network::discover_request({}));
     table = network::decode_discovery(reply);
     table_times.push_back(elapsed(start));
     table_bytes = reply.size();
@@ -176,6 +167,65 @@ int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options)
   return 0;
 }
 
+// parastack stacks across nodes: every monitor samples its ranks once per round; the trees merge up
+// the tree of monitors (GatherStacks), never one message per rank to the leader.
+int run_stacks(network::Monitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector) {
+  const auto launches = selector.kind == sampler::JobSelector::Kind::Launcher
+                            ? sampler::open_mpi_launches(selector.launcher)
+                            : std::vector<std::string>{};
+  // A program still starting has fewer ranks than its world size: give it up to 10 s.
+  std::vector<network::TableEntry> table;
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (true) {
+    table = network::decode_discovery(monitors.reduce(network::discover_request(launches)));
+    std::map<std::string, std::pair<std::size_t, int>> found;  // instance -> ranks here, world size
+    for (const auto& entry : table) {
+      auto& [count, world] = found[entry.rank.instance];
+      ++count;
+      world = entry.rank.world_size;
+    }
+    const bool complete = !found.empty() && std::all_of(found.begin(), found.end(), [](const auto& f) {
+      return f.second.second <= 0 || static_cast<int>(f.second.first) >= f.second.second;
+    });
+    if (complete || Clock::now() > give_up) {
+      if (!complete && !found.empty()) std::cerr << "parastack-monitor --stacks: note: not every rank was found\n";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (table.empty()) {
+    std::cerr << "parastack-monitor --stacks: no MPI ranks found on the " << monitors.count() << " monitor(s)' nodes\n";
+    return kExitNoRanks;
+  }
+  std::set<std::string> instances, hosts;
+  for (const auto& entry : table) {
+    instances.insert(entry.rank.instance);
+    hosts.insert(entry.rank.host);
+  }
+  if (instances.size() > 1) {
+    std::cerr << "parastack-monitor --stacks: note: " << instances.size()
+              << " MPI programs found; their rank numbers overlap in one tree\n";
+  }
+  std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  diagnosis::PrefixTree tree;
+  for (int round = 0; round < options.stack_samples; ++round) {
+    if (round > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.stack_interval));
+    for (const auto& instance : instances) {
+      monitors.call(everyone, network::adopt_request(instance));
+      tree.merge(network::decode_stacks(monitors.reduce(network::plain_request(network::Request::GatherStacks))).tree);
+    }
+  }
+  const auto views = watch::stack_views(tree,
+                                        "parastack stacks: " + std::to_string(table.size()) + " ranks on " +
+                                            std::to_string(hosts.size()) + " host(s), " +
+                                            std::to_string(options.stack_samples) + " sample(s) each",
+                                        options.stack_format == "svg");
+  return watch::print_stack_view(views, options.stack_format, std::cout, std::cerr, "parastack-monitor --stacks")
+             ? kExitOk
+             : kExitUsage;
+}
+
 int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector,
                spdlog::logger& log) {
   watch::RunReport report;
@@ -202,6 +252,9 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
   if (options.linger > 0) leading.linger = options.linger;
   leading.seed = options.seed ? options.seed : std::random_device{}();
   leading.paths = paths;
+  if (selector.kind == sampler::JobSelector::Kind::Launcher) {
+    leading.launches = [&] { return sampler::open_mpi_launches(selector.launcher); };
+  }
   watch::JobControl control;
   control.running = [&] {
     if (stop_requested) return false;
@@ -281,6 +334,18 @@ int main(int argc, char** argv) {
   app.add_flag("--bench", options.bench, "Benchmark the network on emulated ranks (with --emulate-ranks)");
   app.add_option("--idle-seconds", options.idle_seconds, "Benchmark: how long to measure idle monitors");
   app.add_option("--bench-samples", options.bench_samples, "Benchmark: samples to time")->check(CLI::Range(1, 1000000));
+  app.add_flag("--stacks", options.stacks,
+               "Do not watch: print the job's stacks from every node, merged into one call-graph prefix "
+               "tree (parastack stacks across nodes), and exit");
+  app.add_option("--stack-samples", options.stack_samples, "--stacks: samples per rank (more than 1: a 3D tree)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--stack-interval", options.stack_interval, "--stacks: seconds between samples")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--stack-format", options.stack_format, "--stacks: text, dot, svg (needs Graphviz) or json")
+      ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
+      ->capture_default_str();
   // Parse before MPI starts: a usage error must not need an MPI job to be reported.
   try {
     app.parse(argc, argv);
@@ -305,7 +370,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::shared_ptr<spdlog::logger> logger;
   try {
-    logger = make_logger(options, self);
+    logger = watch::make_logger(options.log_file, options.log_level,
+                                self == 0 ? "parastack" : "parastack monitor " + std::to_string(self));
   } catch (const std::exception& e) {
     std::cerr << "parastack-monitor: cannot open the log file " << options.log_file << ": " << e.what() << "\n";
     MPI_Abort(MPI_COMM_WORLD, kExitUsage);
@@ -321,7 +387,11 @@ int main(int argc, char** argv) {
   } else {
     watch::NodeShare share;
     if (options.share_node) share = {self, size};
-    worker = std::make_unique<watch::LiveNodeWorker>(*selector, share);
+    auto here = *selector;
+    // --pid names a process on the leader's node; elsewhere that number is some other process, and
+    // the leader's launches (Discover) say which ranks are the job's.
+    if (self != 0) here.launcher = os::Pid{0};
+    worker = std::make_unique<watch::LiveNodeWorker>(here, share);
   }
   const auto hosts = network::gather_hosts();
   int status = 0;
@@ -329,7 +399,9 @@ int main(int argc, char** argv) {
     network::serve(*worker);
   } else {
     network::MpiMonitors monitors(*worker, hosts, std::chrono::duration<double>(options.timeout));
-    status = options.bench ? run_benchmark(monitors, options) : run_leader(monitors, options, *selector, *logger);
+    status = options.bench    ? run_benchmark(monitors, options)
+             : options.stacks ? run_stacks(monitors, options, *selector)
+                              : run_leader(monitors, options, *selector, *logger);
     if (status == 6) {
       // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
       // job is a different MPI job and is not touched).

@@ -5,8 +5,6 @@
 // watching) or stop (leave the job stopped for a debugger). A healthy job's output and exit status
 // pass through untouched.
 #include <signal.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -29,6 +27,7 @@
 #include "sampler/rank_discovery.h"
 #include "network/monitors.h"
 #include "watch/leader.h"
+#include "watch/logging.h"
 #include "watch/node_worker.h"
 #include "watch/report.h"
 
@@ -73,20 +72,6 @@ std::string hostname() {
   return ::uname(&name) == 0 ? name.nodename : "localhost";
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const RunOptions& options) {
-  std::shared_ptr<spdlog::logger> logger;
-  if (options.log_file.empty()) {
-    logger = std::make_shared<spdlog::logger>("parastack", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  } else {
-    logger = std::make_shared<spdlog::logger>(
-        "parastack", std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.log_file));
-  }
-  logger->set_pattern("parastack %H:%M:%S.%e %l: %v");
-  logger->set_level(spdlog::level::from_str(options.log_level));
-  logger->flush_on(spdlog::level::info);
-  return logger;
-}
-
 int run_watchdog(RunOptions options) {
   if (options.command.empty()) {
     std::cerr << "parastack run: no command after '--' (example: parastack run -- mpirun -np 4 ./app)\n";
@@ -98,7 +83,7 @@ int run_watchdog(RunOptions options) {
   }
   std::shared_ptr<spdlog::logger> logger;
   try {
-    logger = make_logger(options);
+    logger = watch::make_logger(options.log_file, options.log_level, "parastack");
   } catch (const std::exception& e) {
     std::cerr << "parastack run: cannot open the log file " << options.log_file << ": " << e.what() << "\n";
     return kExitUsage;

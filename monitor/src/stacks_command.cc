@@ -50,17 +50,8 @@ int run_stacks(const StacksOptions& options, const sampler::JobSelector& selecto
       tree, "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
                 std::to_string(options.samples) + " sample(s) each",
       options.format == "svg");
-  if (options.format == "text") std::cout << views.text;
-  if (options.format == "dot") std::cout << views.dot;
-  if (options.format == "json") std::cout << views.tree.dump(2) << "\n";
-  if (options.format == "svg") {
-    if (views.svg.empty()) {
-      std::cerr << "parastack stacks: no SVG: " << views.svg_problem << " (try --format dot)\n";
-      return kExitUsage;
-    }
-    std::cout << views.svg;
-  }
-  return kExitOk;
+  return watch::print_stack_view(views, options.format, std::cout, std::cerr, "parastack stacks") ? kExitOk
+                                                                                                 : kExitUsage;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "support/mpi_job.h"
+#include "support/watch_log.h"
 
 namespace parastack {
 namespace {
@@ -104,23 +105,9 @@ class Monitors {
   ChildProcess process_;
 };
 
-// Both sets' models hold `samples` samples (from the leader's debug log).
-bool models_hold(const std::string& log, int samples) {
-  static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
-  std::set<std::string> ready;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-    if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
-  }
-  return ready.size() == 2;
-}
-
 void await_models(Monitors& monitors, int samples) {
-  const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while (!models_hold(monitors.log(), samples)) {
-    ASSERT_TRUE(monitors.process().running()) << "the monitors ended before the model was ready:\n" << monitors.log();
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << monitors.log();
-    std::this_thread::sleep_for(200ms);
-  }
+  parastack::testing::await_models([&] { return monitors.log(); }, [&] { return monitors.process().running(); },
+                                   samples);
 }
 
 TEST(MonitorNetwork, FindsAComputationHangAndItsRankAcrossFourMonitors) {
@@ -200,6 +187,42 @@ TEST(MonitorNetwork, AMonitorThatStopsAnsweringEndsMonitoringNotTheJob) {
   ::kill(victim, SIGKILL);  // if mpirun had not already
   ASSERT_EQ(app.process().wait_exit(300s), 0);
   EXPECT_NE(app.out().find("iterations "), std::string::npos);
+}
+
+// A job script that runs two MPI programs one after another, as batch scripts do: the first ends
+// normally, the second hangs. Each gets its own rank table and model; the leader says so.
+TEST(MonitorNetwork, WatchesProgramsOneAfterAnotherEachWithItsOwnModel) {
+  TempDir dir;
+  const std::string fire = (dir.path() / "fire").string();
+  const std::string solver = test_program("ps_solver");
+  const std::string faults = "-x LD_PRELOAD=" + test_program("libps_fault.so") +
+                             " -x PS_FAULT_KIND=spin -x PS_FAULT_RANK=9 -x PS_FAULT_AFTER_SECONDS=1e9"
+                             " -x PS_FAULT_TRIGGER_FILE=" + fire;
+  ChildProcess script({"sh", "-c",
+                       "mpirun --oversubscribe -np 16 " + solver + " blocking 20 && "
+                       "mpirun --oversubscribe -np 16 " + faults + " " + solver + " blocking 100000"},
+                      ChildOptions{testing::mpi_test_environment(), (dir.path() / "out").string(),
+                                   (dir.path() / "err").string(), dir.path().string()});
+  Monitors monitors(script.pid(), {});
+  // The second program's part of the log, once the leader has found it.
+  const auto second = [&] {
+    const std::string log = monitors.log();
+    const auto first = log.find("found 16 rank(s) of MPI program ps_solver");
+    const auto next = first == std::string::npos ? first : log.find("found 16 rank(s) of MPI program ps_solver", first + 1);
+    return next == std::string::npos ? std::string() : log.substr(next);
+  };
+  parastack::testing::await_models(second, [&] { return monitors.process().running(); }, 40);
+  std::ofstream(fire).put('\n');
+  ASSERT_EQ(monitors.process().wait_exit(400s), kExitHang) << monitors.log();
+  const std::string log = monitors.log();
+  EXPECT_NE(log.find("the ranks of "), std::string::npos) << "the first program's end was not noticed:\n" << log;
+  EXPECT_EQ(log.find("HANG"), log.rfind("HANG")) << "one hang, in the second program only:\n" << log;
+  const json report = monitors.report();
+  ASSERT_FALSE(report.is_discarded()) << log;
+  EXPECT_EQ(report["faulty_ranks"], json::array({9})) << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["ranks"].size(), static_cast<std::size_t>(kAppRanks));
+  EXPECT_NE(script.wait_exit(60s), 0);
+  EXPECT_NE(read_file(dir.path() / "out").find("iterations "), std::string::npos) << "the first program ran to its end";
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "support/mpi_job.h"
+#include "support/watch_log.h"
 
 namespace parastack {
 namespace {
@@ -120,25 +121,10 @@ std::vector<int> rank_pids(const json& report) {
   return pids;
 }
 
-// Whether both sets' models hold at least `samples` samples, from the debug log's decision lines.
-bool models_hold(const std::string& log, int samples) {
-  static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
-  std::set<std::string> ready;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-    if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
-  }
-  return ready.size() == 2;
-}
-
 // Waits until both sets' models hold `samples` samples (parastack runs with --log-level debug),
-// then fires the fault. Fails the test if the job ends first.
+// then fires the fault.
 void fire_when_model_ready(WatchedRun& run, const Trigger& trigger, int samples = 40) {
-  const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while (!models_hold(run.log(), samples)) {
-    ASSERT_TRUE(run.process().running()) << "the job ended before the model was ready:\n" << run.log();
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << run.log();
-    std::this_thread::sleep_for(200ms);
-  }
+  parastack::testing::await_models([&] { return run.log(); }, [&] { return run.process().running(); }, samples);
   trigger.fire();
 }
 

@@ -204,6 +204,26 @@ TEST(Discovery, TwoMpiProgramsInOneJobAreTwoInstances) {
   for (const auto& r : b) EXPECT_TRUE(pids.contains(r.pid));
 }
 
+// What a monitor on another node does (it cannot see the launcher): the leader names the launch
+// under the launcher, and the ranks that carry it are found without any process ancestry.
+TEST(Discovery, RanksAreFoundByTheirLaunchWithoutSeeingTheLauncher) {
+  MpiJob job(3, test_program("ps_target"), {"barrier", "compute"});
+  MpiJob other(2, test_program("ps_target"), {"barrier", "compute"});
+  const auto ranks = job.wait_ready();
+  other.wait_ready();
+  const auto launches = sampler::open_mpi_launches(os::Pid{job.launcher_pid()});
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_NE(launches, sampler::open_mpi_launches(os::Pid{other.launcher_pid()}));
+
+  sampler::JobSelector elsewhere{sampler::JobSelector::Kind::Launcher, os::Pid{0}, {}, launches};
+  const auto found = sampler::discover_ranks(elsewhere);
+  ASSERT_EQ(found.ranks.size(), 3u);  // not the other job's
+  for (std::size_t r = 0; r < ranks.size(); ++r) EXPECT_EQ(found.ranks[r].pid.value, ranks[r].pid);
+
+  elsewhere.launches = {"1.0;tcp://192.0.2.99:1"};
+  EXPECT_TRUE(sampler::discover_ranks(elsewhere).ranks.empty());
+}
+
 TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
   MpiJob job(2, test_program("ps_target"), {"exit", "1"});
   const auto launched = job.wait_ready();

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ready_file.h"
+
 static volatile double sink;
 static int rank, size;
 static double compute_ms = 20;
@@ -128,6 +130,11 @@ int main(int argc, char** argv) {
   if (style == 2 && provided < MPI_THREAD_MULTIPLE) {
     fprintf(stderr, "ps_solver: MPI_THREAD_MULTIPLE not provided\n");
     MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  {
+    char name[32];
+    snprintf(name, sizeof name, "rank.%d", rank);
+    write_ready_file(name);  /* with PS_READY_DIR only (a test that must know every rank is up) */
   }
   struct worker helper = {MPI_COMM_NULL, 0, 0};
   pthread_t thread;

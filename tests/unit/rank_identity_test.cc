@@ -42,6 +42,15 @@ TEST(RankIdentity, LaunchersAndDaemonsAreNotRanks) {
 }
 
 // On the real Open MPI library of this machine.
+TEST(LaunchKey, IsTheJobAndFirstAddressOfMpirunsUri) {
+  EXPECT_EQ(sampler::launch_key("678100992.0;tcp://192.0.2.2:38231;tcp6://[fd00::2]:42633"),
+            "678100992.0;tcp://192.0.2.2:38231");
+  // As the ssh command line that starts orted quotes it.
+  EXPECT_EQ(sampler::launch_key("\"1264975872.0;tcp://10.77.0.1:50655\""), "1264975872.0;tcp://10.77.0.1:50655");
+  EXPECT_EQ(sampler::launch_key("1264975872.0"), "1264975872.0");
+  EXPECT_NE(sampler::launch_key("5.0;tcp://10.0.0.1:1"), sampler::launch_key("5.0;tcp://10.0.0.2:1"));
+}
+
 TEST(ElfSymbols, FindsMpiEntryPointsPreferringTheMpiAlias) {
   const auto symbols = ElfSymbols::load("/usr/lib/x86_64-linux-gnu/libmpi.so.40");
   ASSERT_TRUE(symbols);

@@ -49,7 +49,9 @@ std::string serve_request(watch::NodeWorker& worker, int self, std::string_view 
     case Request::Discover: {
       // One block per monitor: its host once, a table of the (instance, command) pairs, then
       // 14 bytes per rank: a million-rank table is 14 MB, not a string per rank.
-      const auto ranks = worker.discover();
+      std::vector<std::string> launches(in.u32());
+      for (auto& l : launches) l = in.str();
+      const auto ranks = worker.discover(launches);
       std::vector<std::pair<std::string, std::string>> programs;
       std::vector<std::uint16_t> program_of;
       for (const auto& r : ranks) {
@@ -142,7 +144,14 @@ std::string combine_replies(Request request, std::vector<std::string> replies) {
   return std::move(replies.front());  // acknowledgements: nothing to combine
 }
 
-// ---- replies ----
+// ---- requests and replies ----
+
+std::string discover_request(const std::vector<std::string>& launches) {
+  WireWriter w;
+  w.u8(static_cast<std::uint8_t>(Request::Discover)).u32(static_cast<std::uint32_t>(launches.size()));
+  for (const auto& l : launches) w.str(l);
+  return std::move(w).bytes();
+}
 
 std::string adopt_request(const std::string& instance) {
   WireWriter w;

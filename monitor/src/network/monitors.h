@@ -87,6 +87,8 @@ std::string adopt_request(const std::string& instance);
 std::string snapshot_request(const std::vector<int>& local);
 std::string signal_request(int signal);
 inline std::string plain_request(Request r) { return std::string(1, static_cast<char>(r)); }
+// Discover, with the Open MPI launches to look for on nodes that cannot see the launcher.
+std::string discover_request(const std::vector<std::string>& launches);
 
 struct TableEntry {
   int monitor = 0;

@@ -35,7 +35,69 @@ const std::string* find(const std::vector<std::pair<std::string, std::string>>& 
   return nullptr;
 }
 
+// Parent links of every process on this node.
+struct ProcessTree {
+  std::map<pid_t, pid_t> parent_of;
+  std::map<pid_t, std::string> command_of;
+
+  ProcessTree() {
+    for (const os::Pid pid : os::list_processes()) {
+      if (auto stat = os::read_stat(pid)) {
+        parent_of[pid.value] = stat->parent.value;
+        command_of[pid.value] = stat->comm;
+      }
+    }
+  }
+  bool descends_from(pid_t pid, pid_t ancestor) const {
+    if (ancestor <= 0) return false;
+    for (int hops = 0; hops < 64 && pid > 1; ++hops) {
+      auto it = parent_of.find(pid);
+      if (it == parent_of.end()) return false;
+      pid = it->second;
+      if (pid == ancestor) return true;
+    }
+    return false;
+  }
+};
+
 }  // namespace
+
+std::string launch_key(std::string_view hnp_uri) {
+  // Drop quotes a command line may carry; keep "JOBFAMILY.0;tcp://ADDR:PORT" (the job family alone
+  // is 16 bits, and two mpiruns may share it).
+  while (!hnp_uri.empty() && (hnp_uri.front() == '"' || hnp_uri.front() == '\'')) hnp_uri.remove_prefix(1);
+  while (!hnp_uri.empty() && (hnp_uri.back() == '"' || hnp_uri.back() == '\'')) hnp_uri.remove_suffix(1);
+  const auto first = hnp_uri.find(';');
+  if (first == std::string_view::npos) return std::string(hnp_uri);
+  return std::string(hnp_uri.substr(0, hnp_uri.find(';', first + 1)));
+}
+
+std::vector<std::string> open_mpi_launches(os::Pid launcher) {
+  std::set<std::string> keys;
+  const ProcessTree tree;
+  for (const auto& [pid_value, command] : tree.command_of) {
+    if (pid_value != launcher.value && !tree.descends_from(pid_value, launcher.value)) continue;
+    const os::Pid pid{pid_value};
+    if (auto environment = os::read_environ(pid)) {
+      if (auto it = environment->find("OMPI_MCA_orte_hnp_uri"); it != environment->end()) {
+        keys.insert(launch_key(it->second));
+      }
+    }
+    // "ssh node2 orted ... -mca orte_hnp_uri \"123.0;tcp://...\" ...", as separate arguments or
+    // as one remote command string.
+    if (auto arguments = os::read_cmdline(pid)) {
+      std::string line;
+      for (const auto& a : *arguments) line += a + ' ';
+      for (auto at = line.find("orte_hnp_uri "); at != std::string::npos; at = line.find("orte_hnp_uri ", at + 1)) {
+        auto start = line.find_first_not_of(" \"'", at + 13);
+        if (start == std::string::npos) break;
+        const auto end = line.find_first_of(" \"'", start);
+        keys.insert(launch_key(std::string_view(line).substr(start, end - start)));
+      }
+    }
+  }
+  return {keys.begin(), keys.end()};
+}
 
 bool is_launcher_or_daemon(const std::string& command) {
   static const std::set<std::string> kNotRanks{
@@ -88,43 +150,32 @@ Discovery discover_ranks(const JobSelector& selector) {
   const pid_t self = ::getpid();
   const std::string host = hostname();
 
-  // Parent links of every process, for the launcher's descendants and for children of ranks.
-  std::map<pid_t, pid_t> parent_of;
-  std::map<pid_t, std::string> command_of;
-  for (const os::Pid pid : os::list_processes()) {
-    if (auto stat = os::read_stat(pid)) {
-      parent_of[pid.value] = stat->parent.value;
-      command_of[pid.value] = stat->comm;
-    }
-  }
-  auto descends_from = [&](pid_t pid, pid_t ancestor) {
-    for (int hops = 0; hops < 64 && pid > 1; ++hops) {
-      auto it = parent_of.find(pid);
-      if (it == parent_of.end()) return false;
-      pid = it->second;
-      if (pid == ancestor) return true;
-    }
-    return false;
-  };
+  const ProcessTree tree;
+  const bool by_launch = selector.kind == JobSelector::Kind::Launcher && !selector.launches.empty();
 
   std::map<pid_t, std::pair<DiscoveredRank, bool>> candidates;  // pid -> rank, selected
-  for (const auto& [pid_value, command] : command_of) {
+  for (const auto& [pid_value, command] : tree.command_of) {
     if (pid_value == self || is_launcher_or_daemon(command)) continue;
-    if (selector.kind == JobSelector::Kind::Launcher && !descends_from(pid_value, selector.launcher.value)) {
-      continue;
-    }
+    const bool descendant = tree.descends_from(pid_value, selector.launcher.value);
+    if (selector.kind == JobSelector::Kind::Launcher && !descendant && !by_launch) continue;
     const os::Pid pid{pid_value};
     auto environment = os::read_environ(pid);
     if (!environment) {
       // Only worth reporting when we know the process is part of the job.
-      if (selector.kind == JobSelector::Kind::Launcher && errno != ENOENT && errno != ESRCH) {
+      if (descendant && errno != ENOENT && errno != ESRCH) {
         discovery.problems.push_back("pid " + std::to_string(pid_value) + " (" + command +
                                      "): cannot read its environment: " + std::strerror(errno));
       }
       continue;
     }
     std::vector<std::pair<std::string, std::string>> env(environment->begin(), environment->end());
-    if (selector.kind == JobSelector::Kind::Slurm) {
+    if (selector.kind == JobSelector::Kind::Launcher && !descendant) {
+      const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
+      if (!uri || std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) ==
+                      selector.launches.end()) {
+        continue;
+      }
+    } else if (selector.kind == JobSelector::Kind::Slurm) {
       const auto* job = find(env, "SLURM_JOB_ID");
       if (!job || *job != selector.job_id) continue;
     } else if (selector.kind == JobSelector::Kind::Pbs) {
@@ -146,7 +197,8 @@ Discovery discover_ranks(const JobSelector& selector) {
   }
   // A process whose parent is the same rank of the same instance is a child the rank forked.
   for (auto& [pid_value, entry] : candidates) {
-    auto parent = candidates.find(parent_of[pid_value]);
+    auto parent_link = tree.parent_of.find(pid_value);
+    auto parent = parent_link == tree.parent_of.end() ? candidates.end() : candidates.find(parent_link->second);
     if (parent != candidates.end() && parent->second.first.rank == entry.first.rank &&
         parent->second.first.instance == entry.first.instance) {
       entry.second = false;

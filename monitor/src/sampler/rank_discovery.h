@@ -18,8 +18,11 @@ namespace parastack::sampler {
 struct JobSelector {
   enum class Kind { Launcher, Slurm, Pbs };
   Kind kind = Kind::Launcher;
-  os::Pid launcher;  // Launcher: the ranks are its descendants
+  // Launcher: the ranks are its descendants (pid 0 on a node where the launcher does not run)...
+  os::Pid launcher;
   std::string job_id;  // Slurm or PBS job id
+  // ...or, on any node, ranks of these Open MPI launches (open_mpi_launches() on the launcher's node).
+  std::vector<std::string> launches = {};
 };
 
 struct DiscoveredRank {
@@ -38,6 +41,15 @@ struct Discovery {
 };
 
 Discovery discover_ranks(const JobSelector& selector);
+
+// The Open MPI (ORTE) launches started under `launcher` on this node, as keys that ranks on every
+// node carry: mpirun's address (OMPI_MCA_orte_hnp_uri), read from local ranks' environments and
+// from the command lines of the ssh/rsh processes that start orted on the other nodes. A node
+// other than the launcher's cannot see the launcher's process tree; this is how it finds its ranks.
+std::vector<std::string> open_mpi_launches(os::Pid launcher);
+
+// The launch key of an ORTE URI ("JOBFAMILY.0;tcp://ADDR:PORT;..."): its job and first address.
+std::string launch_key(std::string_view hnp_uri);
 
 // The rank and instance a process environment describes, if it is a rank's (exposed for tests).
 struct RankIdentity {

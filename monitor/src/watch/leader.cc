@@ -57,13 +57,15 @@ enum class WaitResult { Found, JobEnded, TimedOut };
 
 // Asks every monitor for the ranks of programs not watched yet until one program has all its ranks
 // (or its count stopped changing for 2 s: a rank that never started must not stall the watch).
-WaitResult wait_for_program(network::Monitors& monitors, JobControl& job, std::optional<Clock::time_point> deadline,
-                            std::vector<network::TableEntry>& found, std::string& instance, spdlog::logger& log) {
+WaitResult wait_for_program(network::Monitors& monitors, const LeaderOptions& options, JobControl& job,
+                            std::optional<Clock::time_point> deadline, std::vector<network::TableEntry>& found,
+                            std::string& instance, spdlog::logger& log) {
   std::size_t last_count = 0;
   auto stable_since = Clock::now();
   while (job.running()) {
     std::map<std::string, std::vector<network::TableEntry>> programs;
-    for (auto& entry : network::decode_discovery(monitors.reduce(network::plain_request(network::Request::Discover)))) {
+    const auto request = network::discover_request(options.launches ? options.launches() : std::vector<std::string>{});
+    for (auto& entry : network::decode_discovery(monitors.reduce(request))) {
       programs[entry.rank.instance].push_back(std::move(entry));
     }
     if (!programs.empty()) {
@@ -152,7 +154,7 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
       if (!watched.empty() && options.linger) deadline = *last_program_end + seconds(*options.linger);
       std::vector<network::TableEntry> table;
       std::string instance;
-      const auto waited = wait_for_program(monitors, job, deadline, table, instance, log);
+      const auto waited = wait_for_program(monitors, options, job, deadline, table, instance, log);
       if (waited == WaitResult::JobEnded) break;
       if (waited == WaitResult::TimedOut) {
         if (watched.empty()) return Outcome::NoRanks;

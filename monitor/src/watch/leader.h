@@ -27,6 +27,9 @@ struct LeaderOptions {
   std::optional<double> linger;
   std::uint64_t seed = 1;
   ReportPaths paths;
+  // The Open MPI launches under the job's launcher, asked before every discovery so that monitors
+  // on other nodes find their ranks (sampler::open_mpi_launches). Unset: none.
+  std::function<std::vector<std::string>()> launches;
 };
 
 // What the leader may do to the job itself, beyond its ranks.

@@ -23,7 +23,8 @@ bool NodeShare::takes(int rank, int world_size) const {
 LiveNodeWorker::LiveNodeWorker(sampler::JobSelector selector, NodeShare share, sampler::SampleOptions options)
     : selector_(std::move(selector)), share_(share), options_(options) {}
 
-std::vector<NodeRank> LiveNodeWorker::discover() {
+std::vector<NodeRank> LiveNodeWorker::discover(const std::vector<std::string>& launches) {
+  selector_.launches = launches;
   const auto discovery = sampler::discover_ranks(selector_);
   for (const auto& problem : discovery.problems) {
     if (problems_logged_.insert(problem).second) spdlog::warn("{}", problem);
@@ -135,7 +136,7 @@ EmulatedNodeWorker::EmulatedNodeWorker(int index, int count, std::uint32_t per_m
 
 EmulatedNodeWorker::~EmulatedNodeWorker() = default;
 
-std::vector<NodeRank> EmulatedNodeWorker::discover() { return ranks_.empty() ? table_ : std::vector<NodeRank>{}; }
+std::vector<NodeRank> EmulatedNodeWorker::discover(const std::vector<std::string>&) { return ranks_.empty() ? table_ : std::vector<NodeRank>{}; }
 
 void EmulatedNodeWorker::adopt(const std::string&) { ranks_ = table_; }
 

@@ -42,8 +42,9 @@ struct NodeRank {
 class NodeWorker {
  public:
   virtual ~NodeWorker() = default;
-  // The ranks here of every MPI program not adopted yet, by instance then rank.
-  virtual std::vector<NodeRank> discover() = 0;
+  // The ranks here of every MPI program not adopted yet, by instance then rank. `launches`: the
+  // Open MPI launches the leader found under the job's launcher (sampler::JobSelector::launches).
+  virtual std::vector<NodeRank> discover(const std::vector<std::string>& launches) = 0;
   // From now on "my ranks" are this instance's ranks of the last discover(), in that order.
   virtual void adopt(const std::string& instance) = 0;
   virtual const std::vector<NodeRank>& ranks() const = 0;
@@ -73,7 +74,7 @@ class LiveNodeWorker final : public NodeWorker {
  public:
   LiveNodeWorker(sampler::JobSelector selector, NodeShare share = {}, sampler::SampleOptions options = {});
 
-  std::vector<NodeRank> discover() override;
+  std::vector<NodeRank> discover(const std::vector<std::string>& launches) override;
   void adopt(const std::string& instance) override;
   const std::vector<NodeRank>& ranks() const override { return ranks_; }
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
@@ -106,7 +107,7 @@ class EmulatedNodeWorker final : public NodeWorker {
   EmulatedNodeWorker(int index, int count, std::uint32_t per_monitor, std::uint64_t seed);
   ~EmulatedNodeWorker() override;
 
-  std::vector<NodeRank> discover() override;
+  std::vector<NodeRank> discover(const std::vector<std::string>& launches) override;
   void adopt(const std::string& instance) override;
   const std::vector<NodeRank>& ranks() const override { return ranks_; }
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;

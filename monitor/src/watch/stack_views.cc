@@ -61,4 +61,23 @@ diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample) {
   return trace;
 }
 
+bool print_stack_view(const StackViews& views, const std::string& format, std::ostream& out, std::ostream& err,
+                      const std::string& who) {
+  if (format == "svg") {
+    if (views.svg.empty()) {
+      err << who << ": no SVG: " << views.svg_problem << " (ask for the dot format and render it elsewhere)\n";
+      return false;
+    }
+    out << views.svg;
+  } else if (format == "dot") {
+    out << views.dot;
+  } else if (format == "json") {
+    out << views.tree.dump(2) << "\n";
+  } else {
+    out << views.text;
+  }
+  out.flush();
+  return true;
+}
+
 }  // namespace parastack::watch

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 #include "parastack/diagnosis/prefix_tree.h"
@@ -19,6 +20,11 @@ struct StackViews {
 
 // title: the first line of the text and the DOT graph's label.
 StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg = true);
+
+// Writes one view (format text, dot, svg or json) to `out`. False, with the reason on `err` after
+// `who`, when SVG was asked for and Graphviz could not make it.
+bool print_stack_view(const StackViews& views, const std::string& format, std::ostream& out, std::ostream& err,
+                      const std::string& who);
 
 // DOT to SVG with Graphviz's dot; empty and `problem` set if it is not installed or fails.
 std::string render_svg(const std::string& dot, std::string& problem);
