@@ -11,11 +11,13 @@ cd "$(dirname "$0")/.."
 # graphviz renders the stack trees to SVG (optional at run time); gdb is used by a test that
 # attaches a debugger while parastack samples; lammps is a real MPI application the tests watch.
 packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-dev libcli11-dev
-          libspdlog-dev libunwind-dev libopenmpi-dev openmpi-bin graphviz gdb lammps)
+          libspdlog-dev libunwind-dev libopenmpi-dev openmpi-bin libslurm-dev graphviz gdb lammps)
 # The tests only: emulated hosts (tests/support/emulated_hosts.h) are network, UTS, PID and mount
 # namespaces (iproute2), each with tini as init and an ssh server (dropbear) that Open MPI's ssh
-# launcher reaches. dropbear-bin installs no service.
-test_packages=(iproute2 tini dropbear-bin openssh-client)
+# launcher reaches (dropbear-bin installs no service); a real Slurm cluster (tests/slurm/cluster.sh
+# runs its own munged, slurmctld and slurmd under a scratch directory) and local mail delivery
+# (exim4's default configuration delivers to /var/mail without a daemon).
+test_packages=(iproute2 tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2

@@ -18,11 +18,13 @@
 #include <random>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "commands.h"
 #include "network/cluster_probe.h"
 #include "network/mpi_monitors.h"
+#include "os/slurm_job.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
 #include "watch/node_worker.h"
@@ -49,6 +51,10 @@ struct MonitorOptions {
   bool bench = false;
   double idle_seconds = 60;
   int bench_samples = 200;
+  // Slurm (the SPANK plugin): mail the report; the actions a site lets jobs choose.
+  bool mail = false;
+  std::string allowed_actions;
+  bool check_options = false, list_options = false;
   // --stacks: print the job's merged stacks once and exit (parastack stacks across nodes).
   bool stacks = false;
   int stack_samples = 1;
@@ -226,6 +232,84 @@ int run_stacks(network::Monitors& monitors, const MonitorOptions& options, const
              : kExitUsage;
 }
 
+// The options a job may set with --parastack=NAME=VALUE,... (the SPANK plugin): the watchdog's,
+// not how monitors find the job or the test and benchmark switches.
+const std::vector<std::string> kJobOptions{"alpha",  "budget", "horizon", "thresholds", "interval",
+                                           "max-interval", "sets", "turn", "window", "ranks",
+                                           "action", "report", "grace", "log-level", "seed",
+                                           "monitor-timeout"};
+
+// Replaces every --job-options LIST (NAME=VALUE,...) by --NAME=VALUE arguments; a later value of a
+// name wins over an earlier one and over the same option given directly. Throws on a bad list.
+std::vector<std::string> expand_job_options(int argc, char** argv) {
+  std::vector<std::string> direct, chosen_order;
+  std::map<std::string, std::string> chosen;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string list;
+    if (arg == "--job-options") {
+      if (i + 1 >= argc) throw std::runtime_error("--job-options needs a value");
+      list = argv[++i];
+    } else if (arg.rfind("--job-options=", 0) == 0) {
+      list = arg.substr(14);
+    } else {
+      direct.push_back(arg);
+      continue;
+    }
+    std::stringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      if (item.empty()) continue;
+      const auto equals = item.find('=');
+      const std::string name = item.substr(0, equals);
+      if (std::find(kJobOptions.begin(), kJobOptions.end(), name) == kJobOptions.end()) {
+        throw std::runtime_error("unknown option '" + name + "' (--parastack=help lists them)");
+      }
+      if (equals == std::string::npos || equals + 1 == item.size()) {
+        throw std::runtime_error("option '" + name + "' needs a value: " + name + "=VALUE");
+      }
+      if (!chosen.contains(name)) chosen_order.push_back(name);
+      chosen[name] = item.substr(equals + 1);
+    }
+  }
+  std::vector<std::string> args{argv[0]};
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    const auto& arg = direct[i];
+    const bool overridden = std::any_of(chosen_order.begin(), chosen_order.end(), [&](const std::string& name) {
+      return arg == "--" + name || arg.rfind("--" + name + "=", 0) == 0;
+    });
+    if (!overridden) {
+      args.push_back(arg);
+    } else if (arg.find('=') == std::string::npos) {
+      ++i;  // and its value
+    }
+  }
+  for (const auto& name : chosen_order) args.push_back("--" + name + "=" + chosen[name]);
+  return args;
+}
+
+void list_job_options(CLI::App& app) {
+  std::cout << "sbatch --parastack[=OPTIONS]: watch the job for hangs. OPTIONS is a comma-separated list of\n"
+               "NAME=VALUE (e.g. --parastack=action=report,alpha=0.001); --parastack=off opts out.\n\n";
+  for (const auto& name : kJobOptions) {
+    const CLI::Option* option = app.get_option_no_throw("--" + name);
+    if (!option) continue;
+    std::string line = "  " + name + "=" + (option->get_type_name().empty() ? "VALUE" : option->get_type_name());
+    if (line.size() < 32) line.resize(32, ' ');
+    std::cout << line << " " << option->get_description();
+    if (!option->get_default_str().empty()) std::cout << " [default: " << option->get_default_str() << "]";
+    std::cout << "\n";
+  }
+  std::cout.flush();
+}
+
+// The words for a hang in a mail subject: "computation error on rank(s) 6" or "communication error".
+std::string hang_summary(const watch::RunReport& report) {
+  if (!report.finding || !report.finding->computation_error()) return "communication error";
+  std::string ranks;
+  for (int r : report.faulty_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  return "computation error on rank(s) " + ranks;
+}
+
 int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector,
                spdlog::logger& log) {
   watch::RunReport report;
@@ -277,13 +361,45 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
                          ? "kill " + std::to_string(selector.launcher.value)
                          : (selector.kind == sampler::JobSelector::Kind::Slurm ? "scancel " : "qdel ") + selector.job_id;
 
+  if (selector.kind == sampler::JobSelector::Kind::Slurm) {
+    // A batch job: Slurm ends it (every step, the batch script, these monitors too) and records
+    // why; the owner learns it by mail. Report and mail go first: scancel ends this process.
+    const std::string job = selector.job_id;
+    leading.trace_on_hang_only = true;
+    control.terminate_how = "the job was cancelled (scancel " + job + ")";
+    control.terminate = [job, &log](double) {
+      log.warn("cancelling job {} (scancel)", job);
+      if (!os::slurm_cancel(job)) log.error("scancel {} failed; cancel the job by hand", job);
+      return 0;
+    };
+    control.notify = [job, paths, &options, &log](const watch::RunReport& r) {
+      const std::string summary = "job " + job + " hung: " + hang_summary(r);
+      log.error("{}; report: {} (text: {})", summary, paths.json, paths.text);
+      std::string problem;
+      if (!os::slurm_set_comment(job, "parastack: hang (" + hang_summary(r) + "), report " + paths.text, problem)) {
+        log.warn("the job's Comment was not set: {}", problem);
+      }
+      if (!options.mail) return;
+      const std::string to = os::slurm_mail_recipient(job);
+      if (to.empty()) {
+        log.warn("no one to mail the report to (no --mail-user, no user name)");
+      } else if (!os::send_mail(to, "parastack: Slurm " + summary + "; " + r.action_taken, watch::to_text(r))) {
+        log.error("the report could not be mailed to {} (sendmail failed)", to);
+      } else {
+        log.warn("report mailed to {}", to);
+      }
+    };
+  }
+
   const auto outcome = watch::lead(monitors, leading, control, report, log);
   if (outcome == watch::Outcome::MonitoringLost) {
     write_report(report, paths, log);
     return 6;
   }
   if (outcome == watch::Outcome::Hang) return kExitHang;
-  if (report.verdict != "hang") {
+  // A batch job's monitors end with the job: nothing to say unless something happened (a healthy
+  // job's directory gets no parastack file).
+  if (report.verdict != "hang" && selector.kind != sampler::JobSelector::Kind::Slurm) {
     report.verdict = "completed";
     report.action_taken = "none";
     report.ended_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -346,22 +462,55 @@ int main(int argc, char** argv) {
   app.add_option("--stack-format", options.stack_format, "--stacks: text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
       ->capture_default_str();
+  app.add_flag("--mail", options.mail,
+               "With --slurm-job: mail the hang report to the job's --mail-user, else to its owner");
+  app.add_option("--allowed-actions", options.allowed_actions,
+                 "Comma-separated actions the site lets jobs choose (SPANK plugin's actions=)");
+  std::string job_options_help;  // expanded before parsing (expand_job_options); listed in --help
+  app.add_option("--job-options", job_options_help, "NAME=VALUE,...: options as --parastack=OPTIONS gives them");
+  app.add_flag("--check-options", options.check_options, "Check the options and exit (at job submission)");
+  app.add_flag("--list-options", options.list_options, "List the options a job may set with --parastack and exit");
   // Parse before MPI starts: a usage error must not need an MPI job to be reported.
+  std::vector<std::string> args;
   try {
-    app.parse(argc, argv);
+    args = expand_job_options(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "parastack: --parastack: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 takes them backwards
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  if (options.list_options) {
+    list_job_options(app);
+    return kExitOk;
+  }
+  if (!options.allowed_actions.empty()) {
+    std::stringstream allowed(options.allowed_actions);
+    bool ok = false;
+    for (std::string a; std::getline(allowed, a, ',');) ok = ok || a == options.action;
+    if (!ok) {
+      std::cerr << "parastack: action=" << options.action << " is not allowed on this cluster (allowed: "
+                << options.allowed_actions << ")\n";
+      return kExitUsage;
+    }
   }
   if (options.bench != (options.emulate_ranks > 0)) {
     std::cerr << "parastack-monitor: --bench and --emulate-ranks go together\n";
     return kExitUsage;
   }
   std::optional<sampler::JobSelector> selector;
-  if (!options.bench && !(selector = options.job.selector("parastack-monitor"))) return kExitUsage;
+  if (!options.bench && !options.check_options && !(selector = options.job.selector("parastack-monitor"))) {
+    return kExitUsage;
+  }
   if (auto error = stats::config_error(options.watchdog)) {
     std::cerr << "parastack-monitor: " << *error << "\n";
     return kExitUsage;
   }
+  if (options.check_options) return kExitOk;
 
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

@@ -175,13 +175,21 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
       log.info("found {} rank(s) of MPI program {} ({}) on {} host(s); sampling {} set(s) of {}", rank_count,
                probe.table().front().rank.command, instance, hosts.size(), watchdog.sets().size(),
                watchdog.sets().front().size());
-      std::ofstream trace(options.paths.trace, std::ios::trunc);
-      if (!trace) log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
+      std::ofstream trace;
+      std::string held_trace;  // trace_on_hang_only
+      if (!options.trace_on_hang_only) {
+        trace.open(options.paths.trace, std::ios::trunc);
+        if (!trace) log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
+      }
       bool hang_episode = false;  // a hang was reported and no healthy sample has been seen since
       bool ready_logged = false, unbuilt_warned = false;
       stats::WatchdogHooks hooks;
       hooks.on_decision = [&](const stats::Decision& d) {
-        if (trace) trace << stats::format_trace_line(d.observation) << "\n" << std::flush;
+        if (options.trace_on_hang_only) {
+          held_trace += stats::format_trace_line(d.observation) + "\n";
+        } else if (trace) {
+          trace << stats::format_trace_line(d.observation) << "\n" << std::flush;
+        }
         if (d.verdict == stats::Verdict::Healthy) hang_episode = false;
         if (!ready_logged && watchdog.model().ready()) {
           ready_logged = true;
@@ -220,6 +228,9 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
         }
         report.verdict = "hang";
         report.finding = finding;
+        if (options.trace_on_hang_only && !(std::ofstream(options.paths.trace, std::ios::trunc) << held_trace)) {
+          log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
+        }
         report.faulty_ranks.clear();
         for (int index : finding->faulty_ranks) report.faulty_ranks.push_back(probe.rank_of(index));
         report.detected_at = probe.unix_time(finding->confirmed_at);
@@ -236,9 +247,12 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
                   finding->computation_error() ? ", faulty rank(s) " + join(report.faulty_ranks)
                                                : std::string(": every rank waits in MPI"));
         if (options.action == "kill") {
-          report.action_taken = "the job was terminated (SIGTERM, then SIGKILL after " +
-                                std::to_string(static_cast<int>(options.grace)) + " s)";
+          report.action_taken = !job.terminate_how.empty()
+                                    ? job.terminate_how
+                                    : "the job was terminated (SIGTERM, then SIGKILL after " +
+                                          std::to_string(static_cast<int>(options.grace)) + " s)";
           write_report(report, options.paths, log);
+          if (job.notify) job.notify(report);
           const int killed = job.terminate(options.grace);
           log.info("job terminated{}", killed ? " (" + std::to_string(killed) + " process(es) needed SIGKILL)" : "");
           return Outcome::Hang;
@@ -256,11 +270,13 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
                                 std::to_string(representative_pid) + (hosts.size() > 1 ? " on its host" : "") +
                                 "); resume them with kill -CONT" + pids + ", or end the job with " + job.end_hint;
           write_report(report, options.paths, log);
+          if (job.notify) job.notify(report);
           log.info("{}", report.action_taken);
           return Outcome::Hang;
         }
         report.action_taken = "reported; the job was left running and is still watched";
         write_report(report, options.paths, log);
+        if (job.notify) job.notify(report);
         hang_reported = hang_episode = true;
         watchdog.resume_after_hang();
       }

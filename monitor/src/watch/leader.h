@@ -27,6 +27,9 @@ struct LeaderOptions {
   std::optional<double> linger;
   std::uint64_t seed = 1;
   ReportPaths paths;
+  // Keep the sample trace in memory and write it beside the report only if there is a hang (a
+  // batch job's monitors are killed with the job: a healthy job's directory gets no file).
+  bool trace_on_hang_only = false;
   // The Open MPI launches under the job's launcher, asked before every discovery so that monitors
   // on other nodes find their ranks (sampler::open_mpi_launches). Unset: none.
   std::function<std::vector<std::string>()> launches;
@@ -37,7 +40,10 @@ struct JobControl {
   std::function<bool()> running;  // the job (or its launcher) still exists; polled often
   // Ends the job (SIGTERM, `grace` seconds, SIGKILL); the count of processes that needed SIGKILL.
   std::function<int(double grace)> terminate;
+  std::string terminate_how;  // the report's words for it; empty: SIGTERM, grace, SIGKILL
   std::string end_hint;  // action stop: how a user ends the stopped job ("kill 1234")
+  // Called once a hang's report is written, before the action: tell people (mail, job comment).
+  std::function<void(const RunReport&)> notify;
 };
 
 enum class Outcome {

@@ -1,0 +1,60 @@
+#include "os/slurm_job.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <vector>
+
+#include "os/run_program.h"
+
+namespace parastack::os {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Debian puts sendmail in /usr/sbin, which is not on a user's PATH.
+std::string sendmail_program() {
+  for (const char* path : {"/usr/sbin/sendmail", "/usr/lib/sendmail"}) {
+    if (::access(path, X_OK) == 0) return path;
+  }
+  return "sendmail";
+}
+
+std::string field(const std::string& record, const std::string& name) {
+  // "scontrol show job -o" prints one line of NAME=VALUE words.
+  std::istringstream words(record);
+  for (std::string word; words >> word;) {
+    if (word.rfind(name + "=", 0) == 0) return word.substr(name.size() + 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string slurm_mail_recipient(const std::string& job_id) {
+  std::string record;
+  if (run_program({"scontrol", "show", "job", "-o", job_id}, 30s, {}, &record) == 0) {
+    const std::string mail_user = field(record, "MailUser");
+    if (!mail_user.empty() && mail_user != "(null)") return mail_user;
+  }
+  if (const passwd* user = ::getpwuid(::getuid())) return user->pw_name;
+  return {};
+}
+
+bool slurm_set_comment(const std::string& job_id, const std::string& comment, std::string& problem) {
+  const int status = run_program({"scontrol", "update", "JobId=" + job_id, "Comment=" + comment}, 30s);
+  if (status != 0) problem = "scontrol update exited with status " + std::to_string(status);
+  return status == 0;
+}
+
+bool slurm_cancel(const std::string& job_id) { return run_program({"scancel", job_id}, 60s) == 0; }
+
+bool send_mail(const std::string& to, const std::string& subject, const std::string& body) {
+  const std::string message = "To: " + to + "\nSubject: " + subject +
+                              "\nContent-Type: text/plain; charset=utf-8\n\n" + body;
+  return run_program({sendmail_program(), "-t", "-oi"}, 60s, message) == 0;
+}
+
+}  // namespace parastack::os

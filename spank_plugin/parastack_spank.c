@@ -1,0 +1,264 @@
+/* parastack's SPANK plugin: `sbatch --parastack[=OPTIONS]` watches a batch job for hangs.
+ *
+ * Thin on purpose (docs/admin-guide.md): the plugin only carries the option from the submission to
+ * the job, and starts the monitors. Everything else, validating OPTIONS included, is done by
+ * parastack-monitor, a program that runs and is tested outside Slurm:
+ *   - at submission (sbatch, salloc, srun: local context), `--parastack=help` prints
+ *     `parastack-monitor --list-options`, and any other value is checked with
+ *     `parastack-monitor --check-options`, so a bad value is refused before the job is queued;
+ *   - in the job's batch step (slurmstepd, remote context), slurm_spank_task_init runs in the batch
+ *     task, already as the job's user and inside the step's cgroup. It starts, detached from the
+ *     batch script, `srun --overlap` with one parastack-monitor per node. That step lives as long
+ *     as the batch step, which ends it: a monitor never outlives the job.
+ *
+ * plugstack.conf arguments (site settings; see docs/admin-guide.md):
+ *   monitor=PATH      parastack-monitor (default: the installed one)
+ *   srun=PATH         srun (default: srun on the job's PATH)
+ *   enable=all        watch every batch job unless it says --parastack=off (default: opt-in)
+ *   defaults=OPTIONS  site defaults, same syntax as --parastack=OPTIONS; the user's win
+ *   actions=LIST      the actions users may choose, e.g. actions=kill (default: kill,report,stop)
+ *   mail=no           do not mail reports (default: mail the job's --mail-user, else its owner)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+SPANK_PLUGIN(parastack, 1);
+
+#ifndef PARASTACK_MONITOR_PATH
+#define PARASTACK_MONITOR_PATH "/usr/local/bin/parastack-monitor"
+#endif
+
+#define VALUE_MAX 1024
+
+struct site {
+  char monitor[VALUE_MAX];
+  char srun[VALUE_MAX];
+  char defaults[VALUE_MAX];
+  char actions[VALUE_MAX];
+  int enable_all;
+  int mail;
+};
+
+/* The option's value as the callback saw it (it may fire more than once: the last one counts). */
+static int option_given = 0;
+static char option_value[VALUE_MAX] = "";
+
+static int copy_value(char* to, const char* from) {
+  const size_t n = strlen(from);
+  if (n >= VALUE_MAX) return -1;
+  memcpy(to, from, n + 1);
+  return 0;
+}
+
+static int parse_site(int ac, char** av, struct site* site) {
+  memset(site, 0, sizeof *site);
+  strcpy(site->monitor, PARASTACK_MONITOR_PATH);
+  strcpy(site->srun, "srun");
+  site->mail = 1;
+  for (int i = 0; i < ac; ++i) {
+    const char* arg = av[i];
+    int bad = 0;
+    if (strncmp(arg, "monitor=", 8) == 0) {
+      bad = copy_value(site->monitor, arg + 8);
+    } else if (strncmp(arg, "srun=", 5) == 0) {
+      bad = copy_value(site->srun, arg + 5);
+    } else if (strncmp(arg, "defaults=", 9) == 0) {
+      bad = copy_value(site->defaults, arg + 9);
+    } else if (strncmp(arg, "actions=", 8) == 0) {
+      bad = copy_value(site->actions, arg + 8);
+    } else if (strcmp(arg, "enable=all") == 0) {
+      site->enable_all = 1;
+    } else if (strcmp(arg, "enable=opt-in") == 0) {
+      site->enable_all = 0;
+    } else if (strcmp(arg, "mail=no") == 0 || strcmp(arg, "mail=yes") == 0) {
+      site->mail = arg[5] == 'y';
+    } else {
+      bad = 1;
+    }
+    if (bad) {
+      slurm_error("parastack: plugstack.conf: bad argument '%s' (see docs/admin-guide.md)", arg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The monitor's arguments that carry the site's and the user's choices. */
+static int add_choices(const struct site* site, const char* user, const char** argv, int argc) {
+  if (site->defaults[0]) {
+    argv[argc++] = "--job-options";
+    argv[argc++] = site->defaults;
+  }
+  if (user && user[0]) {
+    argv[argc++] = "--job-options";
+    argv[argc++] = user;
+  }
+  if (site->actions[0]) {
+    argv[argc++] = "--allowed-actions";
+    argv[argc++] = site->actions;
+  }
+  return argc;
+}
+
+/* Runs the monitor at submission and waits: its exit status, or -1. Its output is the user's. */
+static int run_monitor_here(const char* const* argv) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execv(argv[0], (char* const*)argv);
+    fprintf(stderr, "parastack: cannot run %s: %s (is parastack installed on this host?)\n", argv[0],
+            strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static struct site submit_site;
+static int submit_site_ok = 0;
+
+static int option_callback(int val, const char* optarg, int remote) {
+  (void)val;
+  /* With no argument the batch step sees "", srun steps may see "(null)". */
+  const char* value = (optarg == NULL || strcmp(optarg, "(null)") == 0) ? "" : optarg;
+  if (copy_value(option_value, value) != 0) {
+    slurm_error("parastack: --parastack value longer than %d characters", VALUE_MAX - 1);
+    return -1;
+  }
+  option_given = 1;
+  if (remote || !submit_site_ok) return 0;
+  if (strcmp(value, "help") == 0) {
+    const char* argv[] = {submit_site.monitor, "--list-options", NULL};
+    exit(run_monitor_here(argv) == 0 ? 0 : 1);
+  }
+  if (strcmp(value, "off") == 0) return 0;
+  const char* argv[16] = {submit_site.monitor, "--check-options"};
+  const int argc = add_choices(&submit_site, value, argv, 2);
+  argv[argc] = NULL;
+  if (run_monitor_here(argv) != 0) {
+    slurm_error("parastack: --parastack=%s refused (--parastack=help lists the options)", value);
+    return -1;
+  }
+  return 0;
+}
+
+static struct spank_option parastack_option = {
+    "parastack", "[OPTIONS]",
+    "Watch the job for hangs (parastack). OPTIONS: comma-separated name=value, e.g. "
+    "action=report,alpha=0.001; --parastack=help lists them; --parastack=off opts out.",
+    2, 0, option_callback};
+
+/* sbatch reads its script before it hands plugin options over, so `sbatch --parastack=help` alone
+ * would stop at "Batch script is empty": answer it from the command line, before that. */
+static int help_on_command_line(void) {
+  char arguments[8192];
+  const int fd = open("/proc/self/cmdline", O_RDONLY);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, arguments, sizeof arguments - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  arguments[n] = '\0';
+  for (ssize_t at = 0; at < n; at += (ssize_t)strlen(arguments + at) + 1) {
+    if (strcmp(arguments + at, "--parastack=help") == 0) return 1;
+  }
+  return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  const spank_context_t context = spank_context();
+  if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) {
+    submit_site_ok = parse_site(ac, av, &submit_site) == 0;
+    if (!submit_site_ok) return -1;
+  }
+  if (context == S_CTX_ALLOCATOR && help_on_command_line()) {
+    const char* argv[] = {submit_site.monitor, "--list-options", NULL};
+    exit(run_monitor_here(argv) == 0 ? 0 : 1);
+  }
+  if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR && context != S_CTX_REMOTE) return 0;
+  if (spank_option_register(sp, &parastack_option) != ESPANK_SUCCESS) {
+    slurm_error("parastack: cannot register --parastack");
+    return -1;
+  }
+  return 0;
+}
+
+/* A NAME=VALUE entry of the job's environment, or NULL. */
+static const char* job_env(char** env, const char* name) {
+  const size_t n = strlen(name);
+  for (; env && *env; ++env) {
+    if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
+  }
+  return NULL;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char** av) {
+  if (spank_context() != S_CTX_REMOTE) return 0;
+  struct site site;
+  if (parse_site(ac, av, &site) != 0) return 0; /* never fail a job for the watchdog's sake */
+  const int wanted = option_given ? strcmp(option_value, "off") != 0 : site.enable_all;
+  if (!wanted) return 0;
+
+  uint32_t job_id = 0, step_id = 0;
+  char** env = NULL;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) {
+    slurm_error("parastack: cannot read the job's id, step or environment; the job is not watched");
+    return 0;
+  }
+  if (step_id != SLURM_BATCH_SCRIPT) return 0; /* the batch step's monitors watch every step */
+
+  /* S_JOB_NNODES reads 0 in the batch step: the environment knows. */
+  const char* nodes = job_env(env, "SLURM_JOB_NUM_NODES");
+  if (!nodes) nodes = job_env(env, "SLURM_NNODES");
+  if (!nodes || atoi(nodes) < 1) nodes = "1";
+  char job[32], report[VALUE_MAX + 64], cwd[VALUE_MAX];
+  snprintf(job, sizeof job, "%u", job_id);
+  if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
+  snprintf(report, sizeof report, "%s/parastack-%u.json", cwd, job_id);
+
+  const char* argv[40] = {site.srun, "--overlap", "--quiet", "--job-name=parastack", "--mpi=pmix",
+                          "--kill-on-bad-exit=0", "--input=none", "--nodes", nodes, "--ntasks", nodes,
+                          "--ntasks-per-node=1", "--cpus-per-task=1", site.monitor, "--slurm-job", job,
+                          "--report", report, "--log-level", "error"};
+  int argc = 20;
+  if (site.mail) argv[argc++] = "--mail";
+  argc = add_choices(&site, option_value, argv, argc);
+  argv[argc] = NULL;
+  /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
+   * that a healthy job's output is what it would be without parastack. */
+
+  /* Detach twice so that the batch script never has the monitors' srun as its child (a `wait` in
+   * the script must not wait for it); the grandchild stays in the step's cgroup, so the end of
+   * the batch step ends it. */
+  const pid_t child = fork();
+  if (child < 0) {
+    slurm_error("parastack: fork: %m; the job is not watched");
+    return 0;
+  }
+  if (child == 0) {
+    if (fork() != 0) _exit(0);
+    setsid();
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+    for (int fd = 3; fd < 1024; ++fd) close(fd); /* slurmstepd's descriptors are not ours */
+    extern char** environ;
+    environ = env; /* the job's environment (PATH, SLURM_*), not slurmstepd's */
+    execvp(argv[0], (char* const*)argv);
+    fprintf(stderr, "parastack: cannot run %s: %s; the job is not watched\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+  }
+  return 0;
+}

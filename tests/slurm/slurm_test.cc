@@ -1,0 +1,237 @@
+// `sbatch --parastack` end to end: a real slurmctld, slurmd and munged (tests/slurm/cluster.sh),
+// jobs submitted by an unprivileged user, real Open MPI jobs launched with srun and mpirun, real
+// hangs, real mail (exim's local delivery to /var/mail/pstest). After every job: no process of
+// the user and no cgroup of the job is left.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/mpi_job.h"
+#include "support/slurm_cluster.h"
+#include "support/watch_log.h"
+
+namespace parastack {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::read_file;
+using testing::SlurmCluster;
+
+std::vector<std::string> binaries() {
+  return {PARASTACK_MONITOR_BIN, PARASTACK_SPANK_PLUGIN, testing::test_program("ps_solver"),
+          testing::test_program("libps_fault.so")};
+}
+
+// Waits until nothing of the job is left (its cgroups go a moment after the job ends).
+void expect_nothing_left(const SlurmCluster& cluster, const std::string& id) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  std::vector<std::string> left;
+  while (!(left = cluster.leftovers(id)).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  std::string list;
+  for (const auto& l : left) list += l + "\n";
+  EXPECT_TRUE(left.empty()) << "left behind by job " << id << ":\n" << list;
+}
+
+std::string mailbox() { return read_file("/var/mail/" + SlurmCluster::user()); }
+
+// A job script: the solver under `launcher` (srun or mpirun), the fault injector armed by a
+// trigger file when `fault` is set, then the job's step names (the monitors' step is "parastack").
+std::string solver_script(const SlurmCluster& cluster, const std::string& launcher, int seconds,
+                          const std::string& fault = "", int rank = 0) {
+  std::string body = "export OMPI_MCA_mpi_yield_when_idle=1\n";
+  if (!fault.empty()) {
+    body += "export LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string() + " PS_FAULT_KIND=" + fault +
+            " PS_FAULT_RANK=" + std::to_string(rank) + " PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" +
+            (cluster.jobs() / ("fire." + fault)).string() + "\n";
+  }
+  body += (launcher == "srun" ? "srun --mpi=pmix " : "mpirun ") + (cluster.bin() / "ps_solver").string() +
+          " blocking " + std::to_string(seconds) + "\n";
+  body += "echo launcher-status=$?\nsqueue -h -s -j $SLURM_JOB_ID -o 'step %j'\n";
+  return cluster.script(launcher + "-" + (fault.empty() ? "healthy" : fault) + ".sh", body);
+}
+
+class SlurmPlugin : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (SlurmCluster::unavailable()) return;
+    try {
+      cluster_ = new SlurmCluster(0, binaries());
+    } catch (const std::exception& e) {
+      problem_ = e.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+    ASSERT_NE(cluster_, nullptr) << problem_;
+    cluster_->set_plugstack("");
+  }
+  SlurmCluster& cluster() { return *cluster_; }
+
+  // Runs a healthy 8-rank job to its end; the job's output.
+  std::string run_healthy(const std::string& launcher, const std::vector<std::string>& parastack) {
+    std::vector<std::string> args{"-n", "8", "-o", launcher + ".out", "-e", launcher + ".err"};
+    args.insert(args.end(), parastack.begin(), parastack.end());
+    args.push_back(solver_script(cluster(), launcher, 15));
+    const auto id = cluster().submit(args);
+    const auto job = cluster().wait_ended(id, 300);
+    EXPECT_EQ(job.state, "COMPLETED") << job.record;
+    EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
+    const std::string out = read_file(cluster().jobs() / (launcher + ".out"));
+    EXPECT_NE(out.find("iterations "), std::string::npos) << out;
+    EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
+    EXPECT_EQ(read_file(cluster().jobs() / (launcher + ".err")), "") << "a healthy job's stderr stays its own";
+    EXPECT_FALSE(std::filesystem::exists(cluster().jobs() / ("parastack-" + id + ".json")));
+    EXPECT_FALSE(std::filesystem::exists(cluster().jobs() / ("parastack-" + id + ".trace.jsonl")));
+    expect_nothing_left(cluster(), id);
+    return out;
+  }
+
+  // Submits a job whose rank hangs once both models are ready; waits for its end; its report.
+  json run_hang(const std::string& fault, int rank, const std::vector<std::string>& extra, std::string& id,
+                const std::string& launcher = "srun") {
+    std::vector<std::string> args{"-o", fault + ".out", "-e", fault + ".err", "--parastack=log-level=debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(solver_script(cluster(), launcher, 100000, fault, rank));
+    id = cluster().submit(args);
+    const auto err = cluster().jobs() / (fault + ".err");
+    testing::await_models([&] { return read_file(err); },
+                          [&] {
+                            const auto state = cluster().job(id).state;
+                            return state.empty() || state == "PENDING" || state == "RUNNING";
+                          },
+                          40);
+    std::ofstream(cluster().jobs() / ("fire." + fault)).put('\n');
+    const auto job = cluster().wait_ended(id, 600);
+    EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
+    EXPECT_NE(job.record.find("Comment=parastack: hang"), std::string::npos) << job.record;
+    EXPECT_NE(read_file(err).find("report: " + (cluster().jobs() / ("parastack-" + id + ".json")).string()),
+              std::string::npos)
+        << "the job's stderr says where the report is";
+    std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
+    const json report = json::parse(in, nullptr, false);
+    EXPECT_FALSE(report.is_discarded()) << read_file(err);
+    expect_nothing_left(cluster(), id);
+    return report;
+  }
+
+  static SlurmCluster* cluster_;
+  static std::string problem_;  // why the cluster did not come up
+};
+SlurmCluster* SlurmPlugin::cluster_ = nullptr;
+std::string SlurmPlugin::problem_;
+
+TEST_F(SlurmPlugin, HelpListsTheOptionsAtSubmission) {
+  const auto srun = cluster().as_user({"srun", "--parastack=help", "true"});
+  EXPECT_EQ(srun.status, 0) << srun.err;
+  EXPECT_NE(srun.out.find("alpha="), std::string::npos) << srun.out;
+  EXPECT_NE(srun.out.find("action="), std::string::npos) << srun.out;
+  const auto sbatch = cluster().as_user({"sbatch", "--parastack=help"});
+  EXPECT_EQ(sbatch.status, 0) << sbatch.err;
+  EXPECT_EQ(sbatch.out, srun.out);
+  EXPECT_EQ(cluster().as_user({"squeue", "-h", "-u", SlurmCluster::user()}).out, "") << "help queues no job";
+}
+
+TEST_F(SlurmPlugin, ABadOptionIsRefusedAtSubmissionWithAClearMessage) {
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"alhpa=0.01", "unknown option 'alhpa'"},
+           {"action=explode", "explode not in {kill,report,stop}"},
+           {"alpha=", "option 'alpha' needs a value"}}) {
+    const auto sbatch = cluster().as_user({"sbatch", "--parastack=" + value, "--wrap", "true"});
+    EXPECT_NE(sbatch.status, 0) << value;
+    EXPECT_NE(sbatch.err.find(message), std::string::npos) << sbatch.err;
+  }
+  cluster().set_plugstack("actions=kill");  // a site that lets jobs only be killed
+  const auto report = cluster().as_user({"sbatch", "--parastack=action=report", "--wrap", "true"});
+  EXPECT_NE(report.status, 0);
+  EXPECT_NE(report.err.find("action=report is not allowed on this cluster"), std::string::npos) << report.err;
+  EXPECT_EQ(cluster().as_user({"squeue", "-h", "-u", SlurmCluster::user()}).out, "") << "nothing was queued";
+}
+
+TEST_F(SlurmPlugin, AHealthySrunJobCompletesUntouchedWithMonitorsBesideIt) {
+  const auto out = run_healthy("srun", {"--parastack"});
+  EXPECT_NE(out.find("step parastack"), std::string::npos) << "the monitors' step ran beside the job:\n" << out;
+}
+
+TEST_F(SlurmPlugin, AHealthyMpirunJobCompletesUntouchedWithMonitorsBesideIt) {
+  const auto out = run_healthy("mpirun", {"--parastack"});
+  EXPECT_NE(out.find("step parastack"), std::string::npos) << out;
+}
+
+TEST_F(SlurmPlugin, OffAndNoOptionLeaveTheJobAlone) {
+  EXPECT_EQ(run_healthy("srun", {}).find("step parastack"), std::string::npos) << "opt-in site, no option";
+  cluster().set_plugstack("enable=all");
+  EXPECT_EQ(run_healthy("srun", {"--parastack=off"}).find("step parastack"), std::string::npos) << "opted out";
+  EXPECT_NE(run_healthy("srun", {}).find("step parastack"), std::string::npos) << "enable=all watches every job";
+}
+
+TEST_F(SlurmPlugin, AComputationHangIsCancelledReportedAndMailedToTheOwner) {
+  std::string id;
+  const json report = run_hang("spin", 5, {"-n", "8"}, id);
+  EXPECT_EQ(report["hang_type"], "computation");
+  EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+  // Local delivery is synchronous in exim's default configuration, but the mailbox is written by
+  // another process: wait for it rather than assume.
+  const std::string subject = "Subject: parastack: Slurm job " + id + " hung: computation error on rank(s) 5";
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (mailbox().find(subject) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_NE(mailbox().find(subject), std::string::npos) << mailbox();
+}
+
+TEST_F(SlurmPlugin, ADeadlockIsReportedAsACommunicationError) {
+  std::string id;
+  const json report = run_hang("deadlock", 3, {"-n", "8"}, id);
+  EXPECT_EQ(report["hang_type"], "communication");
+  EXPECT_EQ(report["faulty_ranks"], json::array());
+}
+
+TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
+  std::string id;
+  const json report = run_hang("sleep", 2, {"-n", "8"}, id, "mpirun");
+  EXPECT_EQ(report["hang_type"], "computation");
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+}
+
+// Two emulated nodes (each slurmd in its own network, UTS, PID and mount namespace): a monitor on
+// each, the faulty rank on the second.
+TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  SlurmCluster cluster(2, binaries());
+  cluster.set_plugstack("");
+  const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=4", "-o", "two.out", "-e", "two.err",
+                                  "--parastack=log-level=debug", solver_script(cluster, "srun", 100000, "spin", 6)});
+  const auto err = cluster.jobs() / "two.err";
+  testing::await_models([&] { return read_file(err); },
+                        [&] {
+                          const auto state = cluster.job(id).state;
+                          return state.empty() || state == "PENDING" || state == "RUNNING";
+                        },
+                        40);
+  EXPECT_NE(read_file(err).find("2 monitors on node1 node2"), std::string::npos) << read_file(err);
+  std::ofstream(cluster.jobs() / "fire.spin").put('\n');
+  const auto job = cluster.wait_ended(id, 600);
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
+  std::ifstream in(cluster.jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["faulty_ranks"], json::array({6}));
+  for (const auto& r : report["ranks"]) {
+    EXPECT_EQ(r["host"], r["rank"].get<int>() < 4 ? "node1" : "node2") << r.dump();
+  }
+  expect_nothing_left(cluster, id);
+}
+
+}  // namespace
+}  // namespace parastack

@@ -1,0 +1,62 @@
+// A real Slurm cluster for a test (tests/slurm/cluster.sh): munged, slurmctld and one slurmd per
+// node, the node either this machine or emulated hosts in their own namespaces. Jobs are submitted
+// by an unprivileged user (pstest), as on a real cluster; the parastack binaries and SPANK plugin
+// are copied where that user can run them (the build may live under /root).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace parastack::testing {
+
+struct SlurmJob {
+  std::string id;
+  std::string state;  // COMPLETED, CANCELLED, FAILED... ("" if Slurm no longer knows the job)
+  std::string record;  // scontrol show job -o
+};
+
+class SlurmCluster {
+ public:
+  // Why no cluster can run here (not root, no Slurm), or nothing.
+  static std::optional<std::string> unavailable();
+
+  // nodes 0: one slurmd, this machine; N: node1..nodeN in namespaces. `binaries` are copied to
+  // bin(). Throws if the cluster does not come up.
+  SlurmCluster(int nodes, const std::vector<std::string>& binaries);
+  ~SlurmCluster();  // cluster.sh down: every daemon, job, cgroup and file goes
+  SlurmCluster(const SlurmCluster&) = delete;
+  SlurmCluster& operator=(const SlurmCluster&) = delete;
+
+  std::filesystem::path bin() const { return dir_ / "bin"; }
+  std::filesystem::path jobs() const { return dir_ / "jobs"; }  // the jobs' working directory
+  static std::string user() { return "pstest"; }
+  // The plugstack.conf line for the plugin (read at every submission and job start).
+  void set_plugstack(const std::string& plugin_arguments);
+
+  // Runs a Slurm command as the user in jobs(); its exit status, stdout and stderr.
+  struct Result {
+    int status = -1;
+    std::string out, err;
+  };
+  Result as_user(const std::vector<std::string>& argv) const;
+  // Writes an executable job script in jobs() owned by the user; its path.
+  std::string script(const std::string& name, const std::string& body) const;
+  // sbatch --parsable ARGS...; the job id. Throws if the submission fails.
+  std::string submit(const std::vector<std::string>& args) const;
+  // Waits until the job has ended; its final state and record.
+  SlurmJob wait_ended(const std::string& id, int timeout_seconds) const;
+  SlurmJob job(const std::string& id) const;
+  // The job's steps right now (squeue -s): "ID NAME" lines.
+  std::string steps(const std::string& id) const;
+  // What the job left behind: the user's processes, and the job's cgroups. Empty when clean.
+  std::vector<std::string> leftovers(const std::string& id) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> environment_;  // SLURM_CONF and friends, for the user's commands
+  bool up_ = false;
+};
+
+}  // namespace parastack::testing
