@@ -72,6 +72,7 @@ case "${1:-}" in
   # Real jobs on 2 shared cores are noisy: a failed test gets one more try, and a test that fails
   # twice fails the run (ctest prints both attempts).
   test) packages+=("${test_packages[@]}"); install_missing; build; ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 --repeat until-pass:2 ;;
-  bench) install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh ;;
+  bench) packages+=("${test_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
+         bench/slurm-overhead.sh ;;
   *) usage ;;
 esac

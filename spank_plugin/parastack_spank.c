@@ -19,8 +19,11 @@
  *   actions=LIST      the actions users may choose, e.g. actions=kill (default: kill,report,stop)
  *   mail=no           do not mail reports (default: mail the job's --mail-user, else its owner)
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -259,6 +262,96 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     _exit(127);
   }
   while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+  }
+  return 0;
+}
+
+/* What process `pid` is to this plugin: 1 the srun it started for `job`, 2 that srun's monitor on
+ * this node, 0 neither (from its command line). */
+static int monitor_process(const char* pid, const char* job) {
+  char path[300], arguments[8192];
+  snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, arguments, sizeof arguments - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  arguments[n] = '\0';
+  int named = 0, ours = 0;
+  const char* previous = "";
+  for (ssize_t at = 0; at < n; at += (ssize_t)strlen(arguments + at) + 1) {
+    const char* argument = arguments + at;
+    if (strcmp(argument, "--job-name=parastack") == 0) named = 1;
+    if (strcmp(previous, "--slurm-job") == 0 && strcmp(argument, job) == 0) ours = 1;
+    previous = argument;
+  }
+  if (!ours) return 0;
+  if (named) return 1;
+  const char* name = strrchr(arguments, '/');
+  return strcmp(name ? name + 1 : arguments, "parastack-monitor") == 0 ? 2 : 0;
+}
+
+static int gone(pid_t pid) {
+  char path[64], stat[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return 1;
+  const ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  stat[n] = '\0';
+  const char* close_paren = strrchr(stat, ')');
+  return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+/* The batch script has ended: end the monitors before Slurm ends the batch step. SIGTERM to the
+ * leading monitor (on this node) makes it release the others; they exit 0 and their srun ends
+ * quietly. Killing the srun outright instead would print "task 0: Killed" into the job's output
+ * and make slurmstepd retry messages to it for seconds while the job stays COMPLETING. Runs in
+ * slurmstepd as root: the signal is sent by a child that has become the job's user. */
+int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
+  if (spank_context() != S_CTX_REMOTE) return 0;
+  struct site site;
+  if (parse_site(ac, av, &site) != 0) return 0;
+  const int wanted = option_given ? strcmp(option_value, "off") != 0 : site.enable_all;
+  uint32_t job_id = 0, step_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (!wanted || spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || step_id != SLURM_BATCH_SCRIPT ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    return 0;
+  }
+  char job[32];
+  snprintf(job, sizeof job, "%u", job_id);
+  pid_t sruns[16], monitors[16];
+  int srun_count = 0, monitor_count = 0;
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  for (struct dirent* entry; (entry = readdir(proc)) != NULL;) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    const int kind = monitor_process(entry->d_name, job);
+    if (kind == 1 && srun_count < 16) sruns[srun_count++] = (pid_t)atoi(entry->d_name);
+    if (kind == 2 && monitor_count < 16) monitors[monitor_count++] = (pid_t)atoi(entry->d_name);
+  }
+  closedir(proc);
+  if (srun_count == 0 || monitor_count == 0) return 0;
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgid(gid) != 0 || setuid(uid) != 0) _exit(1);
+    for (int i = 0; i < monitor_count; ++i) kill(monitors[i], SIGTERM);
+    _exit(0);
+  }
+  if (child < 0) return 0;
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+  }
+  /* At most 5 s; the step's end kills whatever is left. */
+  for (int tick = 0; tick < 100; ++tick) {
+    int left = 0;
+    for (int i = 0; i < srun_count; ++i) left += !gone(sruns[i]);
+    if (!left) break;
+    const struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
   }
   return 0;
 }

@@ -50,7 +50,10 @@ SlurmCluster::SlurmCluster(int nodes, const std::vector<std::string>& binaries) 
     ChildProcess up({kClusterScript, "up", dir_.string(), std::to_string(nodes)},
                     ChildOptions{{}, (scratch / "up.log").string(), (scratch / "up.log").string(), {}});
     if (up.wait_exit(180s) != 0) {
-      throw std::runtime_error("the Slurm cluster did not come up:\n" + read_file(scratch / "up.log"));
+      const std::string log = read_file(scratch / "up.log");
+      std::error_code ignored;
+      fs::remove_all(scratch, ignored);  // cluster.sh took its own part down
+      throw std::runtime_error("the Slurm cluster did not come up:\n" + log);
     }
   }
   up_ = true;
