@@ -17,7 +17,7 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # launcher reaches (dropbear-bin installs no service); a real Slurm cluster (tests/slurm/cluster.sh
 # runs its own munged, slurmctld and slurmd under a scratch directory) and local mail delivery
 # (exim4's default configuration delivers to /var/mail without a daemon).
-test_packages=(iproute2 tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light)
+test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2
