@@ -63,6 +63,7 @@ std::optional<ProcStat> parse_stat(const std::string& text) {
   }
   stat.state = fields[0][0];
   stat.parent = Pid{static_cast<pid_t>(std::stol(fields[1]))};
+  stat.flags = std::stoul(fields[6]);
   stat.cpu_ticks = std::stoull(fields[11]) + std::stoull(fields[12]);
   stat.start_ticks = std::stoull(fields[19]);
   return stat;

@@ -23,7 +23,9 @@ struct ProcStat {
   std::uint64_t start_ticks = 0;  // start time since boot, in clock ticks: with the pid, a
                                   // process identity that survives pid reuse
   std::uint64_t cpu_ticks = 0;    // utime + stime
+  unsigned long flags = 0;        // the kernel's task flags (PF_*), field 9
 };
+inline constexpr unsigned long kTaskExiting = 0x4;  // PF_EXITING: the task has begun to exit
 std::optional<ProcStat> read_stat(Pid pid);
 std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid);
 

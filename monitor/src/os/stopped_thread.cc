@@ -16,8 +16,13 @@ sigset_t termination_signals() {
   return set;
 }
 
-// EPERM from PTRACE_SEIZE means either "not yours" or "already traced": /proc tells which.
+// EPERM from PTRACE_SEIZE means "not yours", "already traced" or "exiting" (the kernel refuses a
+// task that has begun to exit): /proc tells which.
 StopFailure explain_denied(Pid pid) {
+  const auto stat = read_stat(pid);
+  if (!stat) return StopFailure::Exited;
+  if (stat->state == 'Z' || stat->state == 'X') return StopFailure::Zombie;
+  if (stat->flags & kTaskExiting) return StopFailure::Exited;
   auto status = read_status(pid);
   if (status && status->tracer != 0) return StopFailure::AlreadyTraced;
   return StopFailure::Denied;
