@@ -60,6 +60,17 @@ static int copy_value(char* to, const char* from) {
   return 0;
 }
 
+/* The whole (small) /proc file at `path`, NUL-terminated, in `buffer`: its length, or -1. */
+static ssize_t read_proc_file(const char* path, char* buffer, size_t size) {
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  const ssize_t n = read(fd, buffer, size - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buffer[n] = '\0';
+  return n;
+}
+
 static int parse_site(int ac, char** av, struct site* site) {
   memset(site, 0, sizeof *site);
   strcpy(site->monitor, PARASTACK_MONITOR_PATH);
@@ -165,12 +176,8 @@ static struct spank_option parastack_option = {
  * would stop at "Batch script is empty": answer it from the command line, before that. */
 static int help_on_command_line(void) {
   char arguments[8192];
-  const int fd = open("/proc/self/cmdline", O_RDONLY);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, arguments, sizeof arguments - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  arguments[n] = '\0';
+  const ssize_t n = read_proc_file("/proc/self/cmdline", arguments, sizeof arguments);
+  if (n < 0) return 0;
   for (ssize_t at = 0; at < n; at += (ssize_t)strlen(arguments + at) + 1) {
     if (strcmp(arguments + at, "--parastack=help") == 0) return 1;
   }
@@ -271,12 +278,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
 static int monitor_process(const char* pid, const char* job) {
   char path[300], arguments[8192];
   snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
-  const int fd = open(path, O_RDONLY);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, arguments, sizeof arguments - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  arguments[n] = '\0';
+  const ssize_t n = read_proc_file(path, arguments, sizeof arguments);
+  if (n < 0) return 0;
   int named = 0, ours = 0;
   const char* previous = "";
   for (ssize_t at = 0; at < n; at += (ssize_t)strlen(arguments + at) + 1) {
@@ -294,12 +297,7 @@ static int monitor_process(const char* pid, const char* job) {
 static int gone(pid_t pid) {
   char path[64], stat[256];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  const int fd = open(path, O_RDONLY);
-  if (fd < 0) return 1;
-  const ssize_t n = read(fd, stat, sizeof stat - 1);
-  close(fd);
-  if (n <= 0) return 1;
-  stat[n] = '\0';
+  if (read_proc_file(path, stat, sizeof stat) < 0) return 1;
   const char* close_paren = strrchr(stat, ')');
   return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
 }
