@@ -18,6 +18,8 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # runs its own munged, slurmctld and slurmd under a scratch directory) and local mail delivery
 # (exim4's default configuration delivers to /var/mail without a daemon).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light)
+# The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide).
+bench_packages=(hpcc lammps-examples)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2
@@ -72,7 +74,7 @@ case "${1:-}" in
   # Real jobs on 2 shared cores are noisy: a failed test gets one more try, and a test that fails
   # twice fails the run (ctest prints both attempts).
   test) packages+=("${test_packages[@]}"); install_missing; build; ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 --repeat until-pass:2 ;;
-  bench) packages+=("${test_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
+  bench) packages+=("${test_packages[@]}" "${bench_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
          bench/slurm-overhead.sh ;;
   *) usage ;;
 esac

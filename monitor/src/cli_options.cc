@@ -34,6 +34,26 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
           "(the tightest ladder step's only)")
       ->check(CLI::IsMember({"every-value", "paper"}))
       ->default_str("every-value");
+  command
+      .add_option_function<std::string>(
+          "--bound",
+          [&config](const std::string& value) {
+            config.bound = value == "ladder" ? stats::SuspicionBound::Ladder : stats::SuspicionBound::Exact;
+          },
+          "How a suspicion's probability q is bounded: exact (Clopper-Pearson, under alpha) or "
+          "ladder (the paper's p + e)")
+      ->check(CLI::IsMember({"exact", "ladder"}))
+      ->default_str("exact");
+  command
+      .add_option_function<std::string>(
+          "--stasis", [&config](const std::string& value) { config.stasis.enabled = value == "on"; },
+          "Stasis evidence (ranks whose call paths do not move) besides S: on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on");
+  command.add_option("--stasis-min", config.stasis.early_min_seconds,
+                     "The model-free stasis rule never fires on a standstill shorter than this, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command.add_option("--horizon", config.alarm.horizon_seconds,
                      "Job length in seconds the per-job budget is planned for (longer jobs stay "
                      "covered)")

@@ -234,7 +234,7 @@ int run_stacks(network::Monitors& monitors, const MonitorOptions& options, const
 
 // The options a job may set with --parastack=NAME=VALUE,... (the SPANK plugin): the watchdog's,
 // not how monitors find the job or the test and benchmark switches.
-const std::vector<std::string> kJobOptions{"alpha",  "budget", "horizon", "thresholds", "interval",
+const std::vector<std::string> kJobOptions{"alpha",  "budget", "horizon", "thresholds", "bound", "stasis", "stasis-min", "interval",
                                            "max-interval", "sets", "turn", "window", "ranks",
                                            "action", "report", "grace", "log-level", "seed",
                                            "monitor-timeout"};

@@ -48,7 +48,41 @@ nlohmann::json decision_json(const stats::Decision& d) {
     }
   }
   if (d.interval_doubled) j["interval_doubled"] = true;
+  if (d.stasis.known) {
+    j["stasis"] = {{"still", d.stasis.still},          {"run", d.stasis.streak},
+                   {"bound", d.stasis.streak_bound},   {"c", d.stasis.first_bound},
+                   {"s", d.stasis.continue_bound},     {"early_run", d.stasis.early_streak},
+                   {"early_needed", d.stasis.early_needed}};
+  }
+  if (d.verdict == stats::Verdict::Hang) j["evidence"] = stats::to_string(d.evidence);
   return j;
+}
+
+// The evidence that raised a hang, in words.
+std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& policy) {
+  char text[512];
+  const auto& st = d.stasis;
+  switch (d.evidence) {
+    case stats::Evidence::EarlyStasis:
+      std::snprintf(text, sizeof text,
+                    "set %d: no sampled rank moved for %.3f s (%d observations, none polling); the "
+                    "model-free stasis rule needs %.3f s",
+                    d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed);
+      break;
+    case stats::Evidence::Stasis:
+      std::snprintf(text, sizeof text,
+                    "set %d: %d consecutive still observations since t=%.3f, bound %.3g x %.3g^%d = %.3g",
+                    d.observation.set, st.streak, st.streak_onset, st.first_bound, st.continue_bound,
+                    st.streak - 1, st.streak_bound);
+      break;
+    default:
+      std::snprintf(text, sizeof text,
+                    "set %d: %d consecutive suspicions S<=%.3f since t=%.3f, q=%.3f, k=%d",
+                    d.observation.set, d.streak, d.threshold ? d.threshold->value : 0.0, d.streak_onset,
+                    d.threshold ? d.threshold->q : 0.0, d.required_streak);
+  }
+  return std::string(text) + ", alpha=" + std::to_string(policy.alpha) + " " +
+         std::string(stats::to_string(policy.budget));
 }
 
 void print_decision_text(const stats::Decision& d) {
@@ -64,6 +98,10 @@ void print_decision_text(const stats::Decision& d) {
                 d.runs_test->n_neg, d.runs_test->random ? "random" : "not random");
   }
   if (d.interval_doubled) std::printf(" [I doubled]");
+  if (d.stasis.streak > 0) {
+    std::printf(" [still x%d bound=%.3g early %d/%.1fs]", d.stasis.streak, d.stasis.streak_bound,
+                d.stasis.early_streak, d.stasis.early_needed);
+  }
   std::printf("\n");
 }
 
@@ -104,7 +142,7 @@ int run_replay(const ReplayOptions& options) {
   if (options.json) {
     nlohmann::json summary{{"verdict", alarm ? "hang" : "no_hang"},
                            {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
-                           {"onset_t", alarm ? nlohmann::json(alarm->streak_onset) : nlohmann::json()},
+                           {"onset_t", alarm ? nlohmann::json(alarm->onset()) : nlohmann::json()},
                            {"observations", observations},
                            {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
                            {"alpha", alarm_policy.alpha},
@@ -113,16 +151,14 @@ int run_replay(const ReplayOptions& options) {
                            {"interval", model.interval()}};
     if (alarm) {
       summary["set"] = alarm->observation.set;
-      summary["q"] = alarm->threshold->q;
+      summary["evidence"] = stats::to_string(alarm->evidence);
+      if (alarm->threshold) summary["q"] = alarm->threshold->q;
       summary["k"] = alarm->required_streak;
     }
     std::cout << summary.dump() << "\n";
   } else if (alarm) {
-    std::printf("verdict: hang at t=%.3f s (set %d: %d consecutive suspicions S<=%.3f since t=%.3f, "
-                "q=%.3f, k=%d, alpha=%g %s)\n",
-                alarm->observation.t, alarm->observation.set, alarm->streak, alarm->threshold->value,
-                alarm->streak_onset, alarm->threshold->q, alarm->required_streak, alarm_policy.alpha,
-                std::string(stats::to_string(alarm_policy.budget)).c_str());
+    std::printf("verdict: hang at t=%.3f s (%s)\n", alarm->observation.t,
+                describe_alarm(*alarm, alarm_policy).c_str());
   } else {
     const std::string built = model.ready()
                                   ? "built at t=" + std::to_string(*model.ready_since()) + " s"

@@ -83,18 +83,21 @@ int emit_trace(const SimulateOptions& options) {
   return kExitOk;
 }
 
-// The model variants a campaign can compare: the default, the paper's rule, and the two halfway
+// The model variants a campaign can compare: the default, the paper's rule, the model before
+// stasis evidence and exact bounds ("s-only": what parastack did until then), and the two halfway
 // points that isolate what the per-job budget and the every-value thresholds each change.
 struct Mode {
   const char* name;
   stats::AlarmBudget budget;
   stats::ThresholdRule thresholds;
+  bool evidence_of_today = true;  // exact bounds, stasis, 0.1 s, every set at each sample
 };
 constexpr Mode kModes[] = {
     {"default", stats::AlarmBudget::PerJob, stats::ThresholdRule::EveryValue},
-    {"paper", stats::AlarmBudget::PerTest, stats::ThresholdRule::Paper},
-    {"per-job+paper-thresholds", stats::AlarmBudget::PerJob, stats::ThresholdRule::Paper},
-    {"per-test+every-value", stats::AlarmBudget::PerTest, stats::ThresholdRule::EveryValue},
+    {"s-only", stats::AlarmBudget::PerJob, stats::ThresholdRule::EveryValue, false},
+    {"paper", stats::AlarmBudget::PerTest, stats::ThresholdRule::Paper, false},
+    {"per-job+paper-thresholds", stats::AlarmBudget::PerJob, stats::ThresholdRule::Paper, false},
+    {"per-test+every-value", stats::AlarmBudget::PerTest, stats::ThresholdRule::EveryValue, false},
 };
 
 int run_campaigns(const SimulateOptions& options) {
@@ -105,15 +108,25 @@ int run_campaigns(const SimulateOptions& options) {
     auto config = options.campaign;
     config.model.alarm.budget = mode->budget;
     config.model.thresholds = mode->thresholds;
+    if (!mode->evidence_of_today) {
+      // The paper's evidence: S alone, the ladder's q, one set per turn, I from 0.4 s.
+      config.model.bound = stats::SuspicionBound::Ladder;
+      config.model.stasis.enabled = false;
+      config.model.initial_interval = 0.4;
+      config.every_set_each_time = false;
+      config.sample_every_rank_up_to = 0;
+    }
     const auto start = std::chrono::steady_clock::now();
     const auto summaries = sim::run_campaign(shapes, config);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("\n## mode %s: alpha = %g %s (horizon %.0f h), thresholds %s, C = %d per set, %d "
-                "sets, seed %llu\n\n",
+    std::printf("\n## mode %s: alpha = %g %s (horizon %.0f h), thresholds %s, q bound %s, stasis %s, "
+                "I from %g s, C = %d per set, %d sets, seed %llu\n\n",
                 mode->name, config.model.alarm.alpha, std::string(stats::to_string(mode->budget)).c_str(),
                 config.model.alarm.horizon_seconds / 3600,
-                std::string(stats::to_string(mode->thresholds)).c_str(), config.sampled_ranks,
+                std::string(stats::to_string(mode->thresholds)).c_str(),
+                std::string(stats::to_string(config.model.bound)).c_str(),
+                config.model.stasis.enabled ? "on" : "off", config.model.initial_interval, config.sampled_ranks,
                 config.model.sets, static_cast<unsigned long long>(config.seed));
     std::fputs(sim::format_summary_table(summaries).c_str(), stdout);
     std::printf("\n(simulated in %.1f s of wall time)\n", seconds);
@@ -149,10 +162,11 @@ std::function<int()> add_simulate_command(CLI::App& app) {
   command->add_option("--shape", options->shapes, "Workload shape(s) to run (default: all)");
   command->add_option("--modes", options->modes,
                       "Model variants to compare: default (per-job budget, every-value "
-                      "thresholds), paper (per-test, one threshold), per-job+paper-thresholds, "
-                      "per-test+every-value")
+                      "thresholds, exact bounds, stasis), s-only (the same without exact bounds "
+                      "and stasis, I from 0.4 s), paper (per-test, one threshold), "
+                      "per-job+paper-thresholds, per-test+every-value")
       ->delimiter(',')
-      ->check(CLI::IsMember({"default", "paper", "per-job+paper-thresholds", "per-test+every-value"}))
+      ->check(CLI::IsMember({"default", "s-only", "paper", "per-job+paper-thresholds", "per-test+every-value"}))
       ->capture_default_str();
   command->add_option("--trace-out", options->trace_out,
                       "Write one synthetic job's trace (JSON Lines) instead of running a campaign");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "parastack/stats/binomial.h"
+
 namespace parastack::stats {
 
 std::optional<std::string> config_error(const ModelConfig& c) {
@@ -24,6 +26,27 @@ std::string_view to_string(ThresholdRule rule) {
   return rule == ThresholdRule::Paper ? "paper" : "every-value";
 }
 
+std::string_view to_string(SuspicionBound bound) {
+  return bound == SuspicionBound::Ladder ? "ladder" : "exact";
+}
+
+std::string_view to_string(Evidence evidence) {
+  switch (evidence) {
+    case Evidence::None: return "none";
+    case Evidence::Fraction: return "fraction";
+    case Evidence::Stasis: return "stasis";
+    case Evidence::EarlyStasis: return "early-stasis";
+  }
+  return "?";
+}
+
+double Decision::onset() const {
+  double onset = observation.t;
+  if (streak > 0) onset = std::min(onset, streak_onset);
+  if (stasis.streak > 0) onset = std::min(onset, stasis.streak_onset);
+  return onset;
+}
+
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
     case Verdict::Skipped: return "skipped";
@@ -35,26 +58,68 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
+
+namespace {
+
+// With exact bounds or stasis evidence, alpha is split: half for the tests (spent over the job by
+// the alarm budget), half for the estimates (each set's S and stasis bounds, over their refreshes).
+double estimate_beta(const ModelConfig& c) { return c.alarm.alpha / 2 / (2.0 * c.sets); }
+
+}  // namespace
+
 HangModel::HangModel(ModelConfig config) : config_(config), interval_(config.initial_interval) {
   if (auto error = config_error(config_)) throw std::invalid_argument(*error);
-  sets_.assign(config_.sets, SetModel(config_.window));
+  sets_.assign(config_.sets, SetModel(config_.window, config_.stasis, estimate_beta(config_)));
+}
+
+bool HangModel::splits_alpha() const {
+  return config_.bound == SuspicionBound::Exact || config_.stasis.enabled;
 }
 
 int HangModel::next_set() const {
   return static_cast<int>((observations_ / config_.observations_per_turn) % config_.sets);
 }
 
+void HangModel::add_sample(SetModel& set, double sample) {
+  set.samples.add(sample);
+  ++set.added_since_refresh;
+}
+
 void HangModel::end_streak(SetModel& set) {
-  for (double sample : set.held_back) set.samples.add(sample);
+  for (const auto& held : set.held_back) add_sample(set, held.sample);
   set.held_back.clear();
   set.frozen.clear();
   set.streaks.clear();
 }
 
-void HangModel::resume_after_slowdown(int set) {
-  if (set < 0 || set >= config_.sets) return;
-  sets_[set].held_back.clear();
-  end_streak(sets_[set]);
+void HangModel::resume_after_slowdown(int set_index, double progress_at) {
+  if (set_index < 0 || set_index >= config_.sets) return;
+  SetModel& set = sets_[set_index];
+  set.stasis.resume_after_slowdown(progress_at);
+  // The streak's samples up to the last movement are dropped; the later ones are tested again
+  // against the same frozen thresholds, as the start of new streaks.
+  std::vector<Held> recent;
+  for (const auto& held : set.held_back) {
+    if (held.t > progress_at) recent.push_back(held);
+  }
+  const auto frozen = set.frozen;
+  set.held_back.clear();
+  set.frozen.clear();
+  set.streaks.clear();
+  if (recent.empty() || frozen.empty()) return;
+  set.frozen = frozen;
+  set.streaks.assign(frozen.size(), 0);
+  set.onsets.assign(frozen.size(), recent.front().t);
+  for (const auto& held : recent) {
+    for (std::size_t j = 0; j < frozen.size(); ++j) {
+      if (held.sample <= frozen[j].value + 1e-12) {
+        if (set.streaks[j]++ == 0) set.onsets[j] = held.t;
+      } else {
+        set.streaks[j] = 0;
+      }
+    }
+  }
+  set.held_back = std::move(recent);
 }
 
 void HangModel::double_interval() {
@@ -65,7 +130,28 @@ void HangModel::double_interval() {
     end_streak(set);
     set.samples.thin_by_half();
     set.runs_window.clear();
+    set.thresholds.clear();
+    set.samples_at_refresh = 0;
   }
+}
+
+std::vector<SuspicionThreshold> HangModel::current_thresholds(SetModel& set) {
+  if (config_.thresholds == ThresholdRule::Paper) {
+    if (auto tightest = choose_threshold(set.samples)) return {*tightest};
+    return {};
+  }
+  if (config_.bound == SuspicionBound::Ladder) return every_value_thresholds(set.samples);
+  // Exact bounds are refreshed at a few points only (the samples grew by a quarter, or a quarter
+  // of the window was replaced), so the union bound over refreshes costs little.
+  const std::size_t n = set.samples.size();
+  const bool due = set.thresholds.empty() || 4 * n >= 5 * set.samples_at_refresh ||
+                   (config_.window != 0 && 4 * set.added_since_refresh >= config_.window);
+  if (due && n > 0) {
+    set.thresholds = exact_thresholds(set.samples, estimate_beta(config_) * refresh_share(set.refreshes++));
+    set.samples_at_refresh = n;
+    set.added_since_refresh = 0;
+  }
+  return set.thresholds;
 }
 
 Decision HangModel::observe(const Observation& observation) {
@@ -81,55 +167,79 @@ Decision HangModel::observe(const Observation& observation) {
   const double sample = static_cast<double>(observation.n_out) / observation.n;
   decision.sample = sample;
 
+  // One significance per observation, for every test run on it (the alarm budget's index counts
+  // observations on which something was tested).
+  // The budget is planned (tests per horizon) at the first test, at the interval then in force.
+  auto alpha_now = [&] {
+    if (tests_per_horizon_ == 0) {
+      tests_per_horizon_ = static_cast<std::uint64_t>(std::ceil(config_.alarm.horizon_seconds / interval_));
+    }
+    AlarmPolicy tests_policy = config_.alarm;
+    if (splits_alpha()) tests_policy.alpha /= 2;
+    return test_alpha(tests_policy, tests_, tests_per_horizon_);
+  };
+  bool tested = false;
+
+  // Stasis needs no randomness check and no built model (its early rule is model-free).
+  if (config_.stasis.enabled) {
+    decision.stasis = set.stasis.observe(observation, alpha_now() / 2);
+    tested = decision.stasis.known;
+  }
+  auto finish = [&](Verdict verdict) {
+    decision.verdict = verdict;
+    if (verdict != Verdict::Hang && (decision.stasis.fired || decision.stasis.early_fired)) {
+      decision.verdict = Verdict::Hang;
+      decision.evidence = decision.stasis.fired ? Evidence::Stasis : Evidence::EarlyStasis;
+    }
+    if (decision.verdict == Verdict::Hang && decision.evidence == Evidence::None) {
+      decision.evidence = Evidence::Fraction;
+    }
+    if (tested) ++tests_;
+    decision.model_samples = set.samples.size();
+    return decision;
+  };
+
   if (!set.random) {
     set.runs_window.push_back(sample);
     if (set.runs_window.size() == static_cast<std::size_t>(config_.runs_test_every)) {
       decision.runs_test = runs_test(set.runs_window);
+      // A window where one kind (N1 or N0) is at most 1, such as one repeated value, cannot be
+      // judged, and a longer interval would not change it (a code that always polls in MPI, or a
+      // hang during model building): with stasis on, I stays, so that stasis keeps its pace, and
+      // the set keeps building (the paper doubles I here too).
+      const bool constant = decision.runs_test->n_pos <= 1 || decision.runs_test->n_neg <= 1;
       set.runs_window.clear();
       if (decision.runs_test->random) {
         set.random = true;
-      } else if (interval_ < config_.max_interval) {
-        set.samples.add(sample);
+      } else if (interval_ < config_.max_interval && !(constant && config_.stasis.enabled)) {
+        add_sample(set, sample);
         double_interval();
         decision.interval_doubled = true;
         decision.interval = interval_;
-        decision.model_samples = set.samples.size();
-        decision.verdict = Verdict::Building;
-        return decision;
+        return finish(Verdict::Building);
       }
     }
   }
 
   std::vector<SuspicionThreshold> thresholds = set.frozen;
-  if (thresholds.empty()) {
-    if (config_.thresholds == ThresholdRule::EveryValue) {
-      thresholds = every_value_thresholds(set.samples);
-    } else if (auto tightest = choose_threshold(set.samples)) {
-      thresholds.push_back(*tightest);
-    }
-  }
+  if (thresholds.empty() && set.random) thresholds = current_thresholds(set);
   if (!set.random || thresholds.empty()) {
-    set.samples.add(sample);
-    decision.model_samples = set.samples.size();
-    decision.verdict = Verdict::Building;
-    return decision;
+    add_sample(set, sample);
+    return finish(Verdict::Building);
   }
 
   if (!set.testing_since) {
     set.testing_since = observation.t;
-    if (tests_per_horizon_ == 0) {
-      tests_per_horizon_ = static_cast<std::uint64_t>(
-          std::ceil(config_.alarm.horizon_seconds / interval_));
-    }
     if (std::all_of(sets_.begin(), sets_.end(), [](const SetModel& s) { return s.testing_since; })) {
       ready_since_ = observation.t;
     }
   }
 
+  tested = true;
   const std::size_t count = thresholds.size();
   decision.thresholds_tested = static_cast<int>(count);
-  decision.test_alpha =
-      test_alpha(config_.alarm, tests_++, tests_per_horizon_) / static_cast<double>(count);
+  const double alpha_here = alpha_now();
+  decision.test_alpha = (config_.stasis.enabled ? alpha_here / 2 : alpha_here) / static_cast<double>(count);
   if (set.streaks.size() != count) {
     set.streaks.assign(count, 0);
     set.onsets.assign(count, observation.t);
@@ -157,17 +267,14 @@ Decision HangModel::observe(const Observation& observation) {
   decision.threshold = thresholds[reported];
   if (suspicion) {
     if (set.frozen.empty()) set.frozen = thresholds;
-    set.held_back.push_back(sample);
+    set.held_back.push_back({observation.t, sample});
     decision.streak = set.streaks[reported];
     decision.streak_onset = set.onsets[reported];
-    decision.verdict = fired ? Verdict::Hang : Verdict::Suspicion;
-  } else {
-    end_streak(set);
-    set.samples.add(sample);
-    decision.verdict = Verdict::Healthy;
+    return finish(fired ? Verdict::Hang : Verdict::Suspicion);
   }
-  decision.model_samples = set.samples.size();
-  return decision;
+  end_streak(set);
+  add_sample(set, sample);
+  return finish(Verdict::Healthy);
 }
 
 }  // namespace parastack::stats

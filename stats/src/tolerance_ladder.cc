@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "parastack/stats/binomial.h"
 #include "parastack/stats/empirical_distribution.h"
 
 namespace parastack::stats {
@@ -109,12 +110,26 @@ std::vector<SuspicionThreshold> every_value_thresholds(const EmpiricalDistributi
   return thresholds;
 }
 
+std::vector<SuspicionThreshold> exact_thresholds(const EmpiricalDistribution& samples, double beta) {
+  std::vector<SuspicionThreshold> thresholds;
+  const auto n = static_cast<std::uint64_t>(samples.size());
+  for (const auto& [value, count_at_or_below] : samples.cumulative()) {
+    const double q = binomial_upper_bound(count_at_or_below, n, beta);
+    if (q >= 1) continue;
+    const double p_hat = static_cast<double>(count_at_or_below) / static_cast<double>(n);
+    thresholds.push_back({q - p_hat, value, p_hat, 0, q});
+  }
+  return thresholds;
+}
+
 int required_streak(double q, double alpha) {
   if (!(q > 0 && q < 1) || !(alpha > 0 && alpha < 1)) {
     throw std::invalid_argument("required_streak needs 0 < q < 1 and 0 < alpha < 1");
   }
   // The small slack keeps exact powers (q = 0.1, alpha = 0.001 -> 3) from rounding up to 4.
+  // q within rounding of 1 makes k astronomically large (or log(q) zero): cap it, never wrap.
   const double k = std::log(alpha) / std::log(q);
+  if (!(k < 1e9)) return 1'000'000'000;
   return std::max(1, static_cast<int>(std::ceil(k - 1e-9)));
 }
 

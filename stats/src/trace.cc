@@ -1,6 +1,7 @@
 #include "parastack/stats/trace.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -53,11 +54,31 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     return TraceError{"needs 0 <= n_out <= n"};
   }
   if (observation.set < 0) return TraceError{"\"set\" must not be negative"};
+  // Stasis evidence, optional: traces written before it existed replay without it.
+  if (auto path = json.find("path"); path != json.end()) {
+    if (!path->is_string()) return TraceError{"\"path\" must be a hexadecimal string"};
+    const auto& text = path->get_ref<const std::string&>();
+    if (text.empty() || text.size() > 16 ||
+        text.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return TraceError{"\"path\" must be a hexadecimal string"};
+    }
+    observation.path = std::stoull(text, nullptr, 16);
+  }
+  if (auto polling = json.find("polling"); polling != json.end()) {
+    if (!polling->is_boolean()) return TraceError{"\"polling\" must be true or false"};
+    observation.polling = polling->get<bool>();
+  }
   return observation;
 }
 
 std::string format_trace_line(const Observation& o) {
   nlohmann::json json{{"t", o.t}, {"set", o.set}, {"n_out", o.n_out}, {"n", o.n}};
+  if (o.path != 0) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(o.path));
+    json["path"] = hex;
+  }
+  if (o.polling) json["polling"] = true;
   return json.dump();
 }
 

@@ -21,7 +21,11 @@ bool same_function(std::string_view a, std::string_view b) { return entry_name(a
 
 bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
   if (from.state == RankState::InMpi && to.state == RankState::InMpi) {
-    if (same_function(from.mpi_function, to.mpi_function)) return false;
+    if (same_function(from.mpi_function, to.mpi_function)) {
+      // The same call from another call site (both paths known) is a step through the code too.
+      return from.path != 0 && to.path != 0 && from.path != to.path &&
+             !is_polling_function(from.mpi_function);
+    }
     return !(is_polling_function(from.mpi_function) && is_polling_function(to.mpi_function));
   }
   if (from.state == RankState::InMpi && to.state == RankState::OutMpi) {
@@ -58,15 +62,47 @@ bool is_polling_function(std::string_view mpi_function) {
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
   for (std::size_t i = 0; i < series.size(); ++i) {
     const RankSnapshot* previous = nullptr;
-    for (const auto& snapshot : series[i]) {
+    for (std::size_t at = 0; at < series[i].size(); ++at) {
+      const auto& snapshot = series[i][at];
       if (snapshot.state == RankState::Unknown) continue;
       if (previous && is_progress(*previous, snapshot)) {
-        return ProgressEvidence{i, *previous, snapshot};
+        return ProgressEvidence{i, *previous, snapshot, at};
       }
       previous = &snapshot;
     }
   }
   return std::nullopt;
+}
+
+std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series) {
+  std::optional<ProgressEvidence> last;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const RankSnapshot* previous = nullptr;
+    for (std::size_t at = 0; at < series[i].size(); ++at) {
+      const auto& snapshot = series[i][at];
+      if (snapshot.state == RankState::Unknown) continue;
+      if (previous && is_progress(*previous, snapshot) && (!last || at > last->at)) {
+        last = ProgressEvidence{i, *previous, snapshot, at};
+      }
+      previous = &snapshot;
+    }
+  }
+  return last;
+}
+
+std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnapshot>>& series) {
+  std::vector<std::size_t> columns;
+  for (const auto& snapshots : series) {
+    const RankSnapshot* previous = nullptr;
+    for (std::size_t at = 0; at < snapshots.size(); ++at) {
+      if (snapshots[at].state == RankState::Unknown) continue;
+      if (previous && is_progress(*previous, snapshots[at])) columns.push_back(at);
+      previous = &snapshots[at];
+    }
+  }
+  std::sort(columns.begin(), columns.end());
+  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  return columns;
 }
 
 std::optional<std::size_t> find_io_progress(const std::vector<std::optional<std::uint64_t>>& before,

@@ -1,6 +1,7 @@
 #include "parastack/stats/watchdog.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace parastack::stats {
@@ -24,6 +25,28 @@ std::vector<std::vector<int>> choose_sets(int ranks, int sets, int size, SplitMi
 ModelConfig with_sets(ModelConfig model, std::size_t sets) {
   model.sets = static_cast<int>(sets);
   return model;
+}
+
+// One observation from a set's snapshots: S, and the set's path signature for stasis. Ranks whose
+// path is unknown are left out of the signature, as they are left out of S when their state is
+// (a rank stopped in the vDSO cannot be unwound by libunwind's ptrace backend); which ranks are
+// known is part of the signature, so a rank that comes and goes never looks still. With fewer
+// than half the set known the signature is 0: too little to call the set still.
+Observation observe_targets(double t, int set, const std::vector<RankSnapshot>& targets) {
+  Observation o{t, set, 0, 0};
+  std::uint64_t path = 0x9e3779b97f4a7c15ULL;
+  std::size_t known = 0;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& s = targets[i];
+    o.n_out += s.state == RankState::OutMpi ? 1 : 0;
+    o.n += s.state != RankState::Unknown ? 1 : 0;
+    o.polling |= s.state == RankState::InMpi && is_polling_function(s.mpi_function);
+    if (s.path == 0) continue;
+    ++known;
+    path = mix64(path ^ mix64(i + 1) ^ s.path);
+  }
+  o.path = 2 * known >= targets.size() && known > 0 ? (path == 0 ? 1 : path) : 0;
+  return o;
 }
 
 std::string describe_progress(const std::vector<int>& targets, const ProgressEvidence& evidence) {
@@ -57,7 +80,9 @@ Watchdog::Watchdog(const WatchdogConfig& config, int rank_count, std::uint64_t s
     : config_(config),
       rank_count_(std::max(1, rank_count)),
       rng_(seed),
-      sets_(choose_sets(rank_count_, config.model.sets, config.sampled_ranks, rng_)),
+      sets_(rank_count_ <= config.sample_every_rank_up_to
+                ? choose_sets(rank_count_, 1, rank_count_, rng_)
+                : choose_sets(rank_count_, config.model.sets, config.sampled_ranks, rng_)),
       model_(with_sets(config.model, sets_.size())),
       streak_samples_(sets_.size()) {}
 
@@ -65,75 +90,140 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
   while (true) {
     const double t_next = last_t_ + model_.next_delay(rng_.uniform());
     if (t_next >= until || !probe.wait_until(t_next)) return std::nullopt;
-    const int set = model_.next_set();
-    auto targets = probe.snapshot(sets_[set]);
-    Observation observation{probe.now(), set, 0, 0};
-    for (const auto& s : targets) {
-      observation.n_out += s.state == RankState::OutMpi ? 1 : 0;
-      observation.n += s.state != RankState::Unknown ? 1 : 0;
-    }
-    last_t_ = observation.t;
-    const Decision decision = model_.observe(observation);
-    ++observations_;
-    if (hooks.on_decision) hooks.on_decision(decision);
-
-    // Keep the targets' snapshots for as long as the set's streak runs: verification looks at the
-    // stacks the sampler took anyway, not only at two fresh ones (docs/statistics.md).
-    auto& streak = streak_samples_[set];
-    if (decision.verdict == Verdict::Suspicion || decision.verdict == Verdict::Hang) {
-      streak.push_back({observation.t, std::move(targets)});
+    std::vector<int> sampled_sets;
+    if (config_.every_set_each_time) {
+      for (int s = 0; s < static_cast<int>(sets_.size()); ++s) sampled_sets.push_back(s);
     } else {
-      streak.clear();
+      sampled_sets.push_back(model_.next_set());
     }
-    if (decision.verdict != Verdict::Hang) continue;
-
-    auto alarm = verify(probe, decision);
-    if (!alarm) return std::nullopt;  // the job ended during verification
-    if (hooks.on_alarm) hooks.on_alarm(*alarm);
-    if (alarm->slowdown) {
-      model_.resume_after_slowdown(set);
-      streak.clear();
-      continue;
+    // One snapshot of every rank sampled now, split by set afterwards.
+    std::vector<int> ranks;
+    for (int s : sampled_sets) ranks.insert(ranks.end(), sets_[s].begin(), sets_[s].end());
+    auto all = probe.snapshot(ranks);
+    const double t = probe.now();
+    last_t_ = t;
+    std::size_t from = 0;
+    for (int s : sampled_sets) {
+      const std::size_t size = sets_[s].size();
+      std::vector<RankSnapshot> targets;
+      for (std::size_t i = from; i < from + size && i < all.size(); ++i) targets.push_back(std::move(all[i]));
+      targets.resize(size);
+      from += size;
+      if (auto ended = observe_set(probe, hooks, s, t, std::move(targets))) return *ended;
     }
-    last_alarm_set_ = set;
-    return identify(probe, decision);
   }
 }
 
-std::optional<Alarm> Watchdog::verify(JobProbe& probe, const Decision& decision) {
-  Alarm alarm{decision, false, {}};
-  const int set = decision.observation.set;
-  const auto& targets = sets_[set];
-  const auto& streak = streak_samples_[set];
-  // Every target's states since the streak that fired began, then two fresh snapshots I/2 apart
-  // (§3.3); I/O counters at the fresh ones.
-  std::vector<std::vector<RankSnapshot>> series(targets.size());
-  for (const auto& sampled : streak) {
-    if (sampled.t < decision.streak_onset) continue;
-    for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(sampled.targets[i]);
+std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks,
+                                                                int set, double t,
+                                                                std::vector<RankSnapshot> targets) {
+  const Observation observation = observe_targets(t, set, targets);
+  const Decision decision = model_.observe(observation);
+  ++observations_;
+  if (hooks.on_decision) hooks.on_decision(decision);
+
+  // Keep the targets' snapshots for as long as a streak of the set runs: verification looks at the
+  // stacks the sampler took anyway, not only at fresh ones (docs/statistics.md).
+  auto& streak = streak_samples_[set];
+  if (decision.streak > 0 || decision.stasis.streak > 0) {
+    streak.push_back({observation.t, std::move(targets)});
+  } else {
+    streak.clear();
   }
-  const double half = model_.interval() / 2;
+  if (decision.verdict != Verdict::Hang) return std::nullopt;
+
+  // Another set's verification has just seen the job move, after this streak began: the job was
+  // not hung then, whatever this set's stale evidence says.
+  if (job_moved_at_ > decision.onset()) {
+    Alarm alarm{decision, true, "the job moved at " + std::to_string(job_moved_at_) + " s (another set)"};
+    if (hooks.on_alarm) hooks.on_alarm(alarm);
+    model_.resume_after_slowdown(set, job_moved_at_);
+    std::erase_if(streak, [&](const Sampled& s) { return s.t <= job_moved_at_; });
+    return std::nullopt;
+  }
+  auto verified = verify(probe, decision);
+  if (!verified) return std::optional<HangFinding>{};  // the job ended during verification
+  if (hooks.on_alarm) hooks.on_alarm(verified->alarm);
+  if (verified->alarm.slowdown) {
+    job_moved_at_ = std::min(verified->progress_at, probe.now());
+    model_.resume_after_slowdown(set, verified->progress_at);
+    std::erase_if(streak, [&](const Sampled& s) { return s.t <= verified->progress_at; });
+    return std::nullopt;
+  }
+  last_alarm_set_ = set;
+  return std::optional<HangFinding>{identify(probe, decision)};
+}
+
+std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decision& decision) {
+  Verified result{Alarm{decision, false, {}}};
+  Alarm& alarm = result.alarm;
+  const int set = decision.observation.set;
+  const auto& streak = streak_samples_[set];
+  // The alarming set's states since the evidence that fired began, then fresh snapshots of every
+  // sampled rank (all sets: a hang stops them all) I/2 apart (§3.3), over a window that grows with
+  // that evidence: a short streak is checked for at least I, a long one for a share of its length
+  // more, so a slowdown whose stretched cycle outlasts the streak still shows its movement. I/O
+  // counters at the first and last fresh snapshot.
+  std::vector<int> targets = sets_[set];
+  for (int other = 0; other < static_cast<int>(sets_.size()); ++other) {
+    if (other != set) targets.insert(targets.end(), sets_[other].begin(), sets_[other].end());
+  }
+  std::vector<std::vector<RankSnapshot>> series(targets.size());
+  std::vector<double> times;
+  const double onset = decision.onset();
+  for (const auto& sampled : streak) {
+    if (sampled.t < onset) continue;
+    times.push_back(sampled.t);
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      series[i].push_back(i < sampled.targets.size() ? sampled.targets[i] : RankSnapshot{});
+    }
+  }
+  const double interval = model_.interval();
   const double t = decision.observation.t;
+  // Another set's verification may already have moved the clock past t: the fresh window starts now.
+  const double fresh_start = std::max(t, probe.now());
+  // The job's longest freeze that verification has already seen end (a slowdown) sets a floor: a
+  // streak must then outlast it by half before it can be a hang.
+  const double window = decision.evidence == Evidence::EarlyStasis
+                            ? interval
+                            : std::max({interval, config_.verification_fraction * (t - onset),
+                                        config_.freeze_margin * longest_healthy_freeze_ - (fresh_start - onset)});
+  const int fresh_count = std::max(2, static_cast<int>(std::ceil(window / (interval / 2))));
   std::vector<std::optional<std::uint64_t>> io_before, io_after;
-  for (int fresh = 1; fresh <= 2; ++fresh) {
-    if (!probe.wait_until(t + fresh * half)) return std::nullopt;
+  for (int fresh = 1; fresh <= fresh_count; ++fresh) {
+    if (!probe.wait_until(fresh_start + fresh * window / fresh_count)) return std::nullopt;
     const auto now = probe.snapshot(targets);
-    for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(now[i]);
-    (fresh == 1 ? io_before : io_after) = probe.io_bytes();
+    times.push_back(probe.now());
+    for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(i < now.size() ? now[i] : RankSnapshot{});
+    if (fresh == 1) io_before = probe.io_bytes();
+    if (fresh == fresh_count) io_after = probe.io_bytes();
   }
   last_t_ = probe.now();
   if (!io_before.empty() && io_before.size() == io_after.size()) {
     if (const auto writer = find_io_progress(io_before, io_after)) {
       alarm.slowdown = true;
       alarm.evidence = "rank " + std::to_string(*writer) + " is doing I/O";
-      return alarm;
+      return result;  // the job is working now: nothing of the streak is kept
     }
   }
-  if (const auto progress = find_progress(series)) {
+  if (const auto progress = find_last_progress(series)) {
     alarm.slowdown = true;
     alarm.evidence = describe_progress(targets, *progress);
+    result.progress_at = times[progress->at];
+    // How long the job stood still between movements: healthy behaviour, now known. A stretch in
+    // which this set was not looked at (another set's verification) says nothing: it restarts.
+    const auto moves = progress_columns(series);
+    double since = times.front();
+    for (std::size_t c = 1, m = 0; c < times.size(); ++c) {
+      if (times[c] - times[c - 1] > 2 * interval) since = times[c];
+      if (m < moves.size() && moves[m] == c) {
+        longest_healthy_freeze_ = std::max(longest_healthy_freeze_, times[c] - since);
+        since = times[c];
+        ++m;
+      }
+    }
   }
-  return alarm;
+  return result;
 }
 
 HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
@@ -150,7 +240,7 @@ HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
 
 void Watchdog::resume_after_hang() {
   if (!last_alarm_set_) return;
-  model_.resume_after_slowdown(*last_alarm_set_);
+  model_.resume_after_slowdown(*last_alarm_set_);  // nothing of the streak is kept
   streak_samples_[*last_alarm_set_].clear();
   last_alarm_set_.reset();
 }

@@ -10,9 +10,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "support/mpi_job.h"
@@ -268,6 +270,83 @@ TEST(Run, AReportThatCannotBeWrittenGoesToTheLogAndTheHangIsStillActedOn) {
   EXPECT_NE(log.find("verdict:   HANG (computation error)"), std::string::npos) << log;  // the report
   EXPECT_NE(log.find("faulty:    rank 2"), std::string::npos) << log;
   EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// The last `lines` lines of a log: a failing long run's debug log is thousands of lines.
+std::string tail(const std::string& log, int lines = 80) {
+  std::size_t start = log.size();
+  for (int n = 0; n <= lines; ++n) {
+    if (start == 0) return log;
+    start = log.rfind('\n', start - 1);
+    if (start == std::string::npos) return log;
+  }
+  return "[...]\n" + log.substr(start + 1);
+}
+
+// A hang that begins within seconds of the start, before a model of the job could be built: rank 2
+// spins 3 s after its first MPI call. Nothing here waits for "model built": detection must not
+// depend on it.
+TEST(Run, AHangThreeSecondsAfterMpiInitIsFound) {
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 2, 3)));
+  // Long enough to tell a slow detection (the bound below fails) from none at all.
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(2).has_value() << "\n"
+                                       << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["verdict"], "hang");
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}))
+      << report["stacks"]["text"].get<std::string>();
+  const auto onset = run.fault_time(2);
+  ASSERT_TRUE(onset.has_value()) << "the fault never fired";
+  // The case this test is about: the fault fired within seconds of the start of watching.
+  EXPECT_LT(*onset - report["started_at"].get<double>(), 15.0);
+  const double delay = report["detected_at"].get<double>() - *onset;
+  EXPECT_GT(delay, 0.0);
+  // A sanity bound only: bench/watchdog.sh measures how fast.
+  EXPECT_LT(delay, 60.0) << tail(run.log());
+  RecordProperty("delay_seconds", std::to_string(delay));
+  std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+  EXPECT_FALSE(alive(report["launcher_pid"].get<int>()));
+}
+
+// A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work
+// between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
+// hung. Watched for three minutes, it must never raise an alarm, not even one that verification
+// then judges a slowdown.
+TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_poller"), "180"}));
+  ASSERT_EQ(run.wait(400s), 0) << tail(run.log());
+  // Its own output, whole: one line from rank 0, after at least 180 s.
+  const std::string out = run.out();
+  std::smatch line;
+  ASSERT_TRUE(std::regex_match(
+      out, line, std::regex(R"(iterations (\d+) elapsed ([0-9.]+) residual \S+ checksum \S+\n)")))
+      << "the job's own output is not intact:\n"
+      << out;
+  EXPECT_GE(std::stod(line[2].str()), 180.0);
+  EXPECT_GT(std::stol(line[1].str()), 0);
+  // No hang was reported: the short report of a job that ended by itself (as HealthyRun asserts).
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_EQ(report["exit_status"], 0);
+  EXPECT_EQ(report["action_taken"], "none");
+  EXPECT_EQ(report["faulty_ranks"], json::array());
+  EXPECT_EQ(report["model"].value("alarms", -1), 0) << report["model"].dump();
+  EXPECT_GT(report["model"]["observations"].get<int>(), 60);  // it was watched, not ignored
+  // And the log announces neither a hang nor an alarm.
+  std::istringstream log(run.log());
+  std::string text;
+  std::string alarms;
+  while (std::getline(log, text)) {
+    if (text.find("HANG") != std::string::npos || text.find("alarm at") != std::string::npos)
+      alarms += text + "\n";
+  }
+  EXPECT_EQ(alarms, "") << "the log raised alarms";
 }
 
 // LAMMPS (Debian's lmp, built against Open MPI): a real application this project did not write.

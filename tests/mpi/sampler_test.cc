@@ -132,15 +132,20 @@ TEST(Sampler, BusyPollingRankIsSeenInMpiTestOrItsLoop) {
   const auto launched = job.wait_ready();
   StackSampler sampler;
   int in_test = 0;
+  std::set<std::uint64_t> paths_in_test;
   for (int i = 0; i < 60; ++i) {
     const auto s = sampler.sample(os::Pid{launched[0].pid});
     ASSERT_FALSE(s.failure) << s.describe();
     if (s.state == RankState::InMpi) {
       EXPECT_EQ(s.mpi_function, "MPI_Test");
+      paths_in_test.insert(s.path);
       ++in_test;
     }
   }
   EXPECT_GT(in_test, 0);
+  // One call site, so one path, wherever MPI_Test itself is at the moment.
+  EXPECT_EQ(paths_in_test.size(), 1u);
+  EXPECT_FALSE(paths_in_test.contains(0));
 }
 
 TEST(Sampler, FortranRanks) {
@@ -371,6 +376,93 @@ TEST(Sampler, GdbCanAttachWhileRanksAreBeingSampled) {
   EXPECT_GT(samples.load(), 0);
   for (const auto& r : launched) EXPECT_TRUE(makes_progress(os::Pid{r.pid})) << "rank " << r.rank;
 }
+
+// ---- call-path signatures (stats::RankSnapshot::path): a hung rank keeps one, a healthy one moves ----
+
+// A random pause of 0-50 ms between samples, so that samples do not beat with the job's period.
+void random_pause(std::mt19937& rng) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 50)(rng)));
+}
+
+// Samples until the rank is in `expected` state with the same known path in 3 samples in a row
+// (the hang needs a moment to reach every rank), or the deadline passes; returns the last sample.
+RankSample settle_path(StackSampler& sampler, os::Pid pid, RankState expected) {
+  RankSample last;
+  int in_a_row = 0;
+  std::uint64_t previous = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    last = sampler.sample(pid);
+    const bool steady = last.state == expected && last.path != 0 && last.path == previous;
+    in_a_row = steady ? in_a_row + 1 : last.state == expected && last.path != 0 ? 1 : 0;
+    previous = last.path;
+    if (in_a_row >= 3) break;
+    std::this_thread::sleep_for(10ms);  // pacing between samples, not synchronisation
+  }
+  return last;
+}
+
+TEST(SampledPath, HungRanksKeepOnePath) {
+  // ps_solver with the fault injector: rank 1 spins forever outside MPI at its 10th MPI call; the
+  // others then wait for it forever inside MPI (its ring neighbours in MPI_Sendrecv, rank 3 in
+  // MPI_Allreduce).
+  constexpr int kRanks = 4, kSpinning = 1;
+  std::vector<std::string> argv{"mpirun", "--oversubscribe", "-np", std::to_string(kRanks)};
+  for (const auto& x : {"LD_PRELOAD=" + test_program("libps_fault.so"), std::string("PS_FAULT_KIND=spin"),
+                        "PS_FAULT_RANK=" + std::to_string(kSpinning), std::string("PS_FAULT_AFTER_CALLS=10")}) {
+    argv.insert(argv.end(), {"-x", x});
+  }
+  argv.insert(argv.end(), {test_program("ps_solver"), "blocking", "600"});
+  testing::ChildProcess job(argv, testing::mpi_test_environment());
+  std::vector<os::Pid> ranks;
+  for (int r = 0; r < kRanks; ++r) ranks.push_back(os::Pid{job.wait_ready_file("rank." + std::to_string(r), 60s)});
+  job.wait_ready_file("fault." + std::to_string(kSpinning), 60s);
+
+  StackSampler sampler;
+  std::mt19937 rng(1);
+  for (int r = 0; r < kRanks; ++r) {
+    const RankState expected = r == kSpinning ? RankState::OutMpi : RankState::InMpi;
+    const auto settled = settle_path(sampler, ranks[r], expected);
+    ASSERT_EQ(settled.state, expected) << "rank " << r << ": " << settled.describe();
+    ASSERT_NE(settled.path, 0u) << "rank " << r << ": " << settled.describe();
+    for (int i = 0; i < 10; ++i) {
+      random_pause(rng);
+      const auto s = sampler.sample(ranks[r]);
+      EXPECT_EQ(s.path, settled.path) << "rank " << r << ", sample " << i << ": " << s.describe() << " "
+                                      << s.mpi_function;
+    }
+  }
+}
+
+// A healthy solver computing 2-4 ms per iteration. Not longer: its compute loop reads its CPU clock
+// every few microseconds, so a sample of a computing rank often stops in the vdso, whose path is
+// unknown (stack_sampler.cc); with the default 20-40 ms the slowest rank shows a known path in a
+// quarter of the samples only, too few to rely on seeing two of them in 50.
+class HealthySolverPaths : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HealthySolverPaths, RanksMoveBetweenPaths) {
+  MpiJob job(4, test_program("ps_solver"), {GetParam(), "600", "2"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  std::mt19937 rng(2);
+  std::vector<std::map<std::uint64_t, int>> paths(launched.size());
+  for (int i = 0; i < 50; ++i) {
+    random_pause(rng);
+    for (std::size_t r = 0; r < launched.size(); ++r) {
+      const auto s = sampler.sample(os::Pid{launched[r].pid});
+      ASSERT_FALSE(s.failure) << "rank " << r << ": " << s.describe();
+      if (s.path != 0) ++paths[r][s.path];
+    }
+  }
+  for (std::size_t r = 0; r < launched.size(); ++r) {
+    std::string seen;
+    for (const auto& [path, count] : paths[r]) seen += " " + std::to_string(count);
+    EXPECT_GE(paths[r].size(), 2u) << "rank " << r << ": samples per known path:" << seen;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Styles, HealthySolverPaths, ::testing::Values("blocking", "polling"),
+                         [](const auto& test) { return std::string(test.param); });
 
 // The monitor killed at any moment of its sample loop (SIGKILL, then SIGTERM) never leaves a rank
 // stopped: every rank keeps running afterwards.

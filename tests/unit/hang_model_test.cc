@@ -26,7 +26,9 @@ class Driver {
 
 // §3.1: r = rand(I) + I/2, uniform over [I/2, 3I/2] with mean I.
 TEST(HangModel, RandomisedStepSpansHalfToThreeHalvesOfTheInterval) {
-  HangModel model{ModelConfig{}};
+  ModelConfig config;
+  config.initial_interval = 0.4;  // the paper's
+  HangModel model{config};
   EXPECT_DOUBLE_EQ(model.next_delay(0.0), 0.2);
   EXPECT_DOUBLE_EQ(model.next_delay(0.5), 0.4);
   EXPECT_NEAR(model.next_delay(0.999999), 0.6, 1e-6);
@@ -43,6 +45,7 @@ TEST(HangModel, BuildsBeforeTesting) {
 TEST(HangModel, NonRandomSamplingDoublesTheIntervalAndHalvesTheSamples) {
   ModelConfig config;
   config.sets = 1;
+  config.initial_interval = 0.4;
   Driver d(config);
   // The paper's non-random example, as n_out of 10 ranks.
   const int example[] = {2, 1, 1, 2, 1, 1, 0, 0, 8, 9, 10, 8, 9, 1, 9, 9};
@@ -58,11 +61,27 @@ TEST(HangModel, NonRandomSamplingDoublesTheIntervalAndHalvesTheSamples) {
 TEST(HangModel, IntervalStopsAtItsMaximum) {
   ModelConfig config;
   config.sets = 1;
+  config.initial_interval = 0.4;
   config.max_interval = 1.6;
+  config.stasis.enabled = false;  // the paper's rule: a window that cannot be judged doubles I too
   Driver d(config);
   for (int i = 0; i < 16 * 10; ++i) d.feed(5);  // constant: never random
   EXPECT_DOUBLE_EQ(d.model.interval(), 1.6);
   EXPECT_FALSE(d.model.ready());
+}
+
+TEST(HangModel, AWindowThatCannotBeJudgedLeavesTheIntervalAloneWithStasis) {
+  // A code that always polls in MPI (S always 0), or a hang during building: a longer interval
+  // would not make its S vary, and stasis keeps its pace.
+  ModelConfig config;
+  config.sets = 1;
+  Driver d(config);
+  for (int i = 0; i < 16 * 10; ++i) d.feed(0);
+  EXPECT_DOUBLE_EQ(d.model.interval(), config.initial_interval);
+  EXPECT_FALSE(d.model.ready());
+  // One odd sample in 16 (N1 = 1) cannot be judged either.
+  for (int i = 0; i < 16; ++i) d.feed(i == 7 ? 1 : 0);
+  EXPECT_DOUBLE_EQ(d.model.interval(), config.initial_interval);
 }
 
 TEST(HangModel, AlternatesSetsEveryTurn) {
@@ -211,15 +230,18 @@ TEST(HangModel, ConfigErrorsAreExplained) {
   EXPECT_TRUE(config_error(config).has_value());
   EXPECT_THROW(HangModel{config}, std::invalid_argument);
   config = {};
-  config.max_interval = 0.1;
+  config.max_interval = config.initial_interval / 2;
   EXPECT_TRUE(config_error(config).has_value());
 }
 
 // The reason for the per-job budget: on a long healthy stream of independent samples, the
 // paper's per-test rule raises alarms, the per-job budget does not.
-int alarms_on_healthy_stream(AlarmBudget budget) {
+int alarms_on_healthy_stream(AlarmBudget budget, SuspicionBound bound = SuspicionBound::Ladder) {
   ModelConfig config;
   config.alarm.budget = budget;
+  config.bound = bound;
+  config.stasis.enabled = false;  // S alone: these streams carry no call paths
+  config.initial_interval = 0.4;
   Driver d(config);
   int alarms = 0;
   for (int i = 0; i < 400'000; ++i) {  // about 44 hours at I = 0.4 s
@@ -235,6 +257,8 @@ int alarms_on_healthy_stream(AlarmBudget budget) {
 TEST(HangModel, PerJobBudgetRemovesTheFalseAlarmsOfThePerTestRule) {
   EXPECT_GT(alarms_on_healthy_stream(AlarmBudget::PerTest), 5);
   EXPECT_EQ(alarms_on_healthy_stream(AlarmBudget::PerJob), 0);
+  // The exact bound is tighter than the ladder's, and still spent under the same alpha.
+  EXPECT_EQ(alarms_on_healthy_stream(AlarmBudget::PerJob, SuspicionBound::Exact), 0);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ std::string serve_request(watch::NodeWorker& worker, int self, std::string_view 
       out.u32(static_cast<std::uint32_t>(snapshots.size()));
       for (const auto& s : snapshots) {
         write_state(out, s.state);
-        out.str(s.mpi_function);
+        out.str(s.mpi_function).u64(s.path);
       }
       break;
     }
@@ -206,6 +206,7 @@ std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
   for (auto& s : snapshots) {
     s.state = read_state(in);
     s.mpi_function = in.str();
+    s.path = in.u64();
   }
   return snapshots;
 }

@@ -95,7 +95,7 @@ std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
   return symbols;
 }
 
-std::optional<std::string_view> ElfSymbols::function_at(std::uint64_t vaddr) const {
+const ElfSymbols::Symbol* ElfSymbols::symbol_at(std::uint64_t vaddr) const {
   // The symbols starting at or below vaddr, nearest first: the first that contains vaddr names it
   // (a few steps back covers aliases and nested local symbols; further away nothing can contain it).
   auto it = std::upper_bound(functions_.begin(), functions_.end(), vaddr,
@@ -104,9 +104,19 @@ std::optional<std::string_view> ElfSymbols::function_at(std::uint64_t vaddr) con
     --it;
     if (vaddr < it->start + std::max<std::uint64_t>(it->size, 1)) {
       while (it != functions_.begin() && std::prev(it)->start == it->start) --it;  // MPI_ alias
-      return std::string_view(it->name);
+      return &*it;
     }
   }
+  return nullptr;
+}
+
+std::optional<std::string_view> ElfSymbols::function_at(std::uint64_t vaddr) const {
+  if (const Symbol* symbol = symbol_at(vaddr)) return std::string_view(symbol->name);
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> ElfSymbols::function_start_at(std::uint64_t vaddr) const {
+  if (const Symbol* symbol = symbol_at(vaddr)) return symbol->start;
   return std::nullopt;
 }
 

@@ -20,6 +20,8 @@ class ElfSymbols {
 
   // The function containing the file-relative virtual address, if any.
   std::optional<std::string_view> function_at(std::uint64_t vaddr) const;
+  // Where that function starts (file-relative): its identity, found without copying a name.
+  std::optional<std::uint64_t> function_start_at(std::uint64_t vaddr) const;
   // Whether the file defines (not merely imports) this dynamic symbol.
   bool defines(std::string_view name) const;
   // File-relative virtual address of a defined symbol.
@@ -40,6 +42,8 @@ class ElfSymbols {
   struct Segment {
     std::uint64_t offset, vaddr;
   };
+  const Symbol* symbol_at(std::uint64_t vaddr) const;
+
   std::vector<Symbol> functions_;  // sorted by start; MPI_ names first among equal starts
   std::vector<std::pair<std::string, std::uint64_t>> defined_;  // sorted by name
   std::vector<Segment> loads_;

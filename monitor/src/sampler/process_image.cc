@@ -91,6 +91,7 @@ bool ProcessImage::refresh_maps() {
   if (!maps) return false;
   maps_.clear();
   for (auto& m : *maps) {
+    if (m.executable && m.path == "[vdso]") vdso_ = {m.start, m.end};
     if (m.executable && !m.path.empty() && m.path.front() == '/') maps_.push_back(std::move(m));
   }
   return true;
@@ -124,6 +125,19 @@ Frame ProcessImage::describe(std::uint64_t address) {
     }
   }
   return frame;
+}
+
+std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address) {
+  // Checked first: an address in the vdso would otherwise re-read the maps every time.
+  if (vdso_.contains(address)) return std::nullopt;
+  const os::Mapping* m = mapping_at(address);
+  if (!m && refresh_maps()) m = mapping_at(address);
+  if (!m) return std::nullopt;
+  const auto symbols = symbols_of(m->path);
+  if (!symbols) return std::nullopt;
+  const auto start = symbols->function_start_at(symbols->to_vaddr(address, m->start, m->offset));
+  if (!start) return std::nullopt;
+  return *start + symbols->load_bias(m->start, m->offset);
 }
 
 }  // namespace parastack::sampler

@@ -37,6 +37,12 @@ class ProcessImage {
   // Function name (demangled) and module of a code address; refreshes the mappings once if the
   // address is in none of them (a library loaded since, as Open MPI loads its components).
   Frame describe(std::uint64_t address);
+  // Where the function containing a code address starts, in this process: a function's identity
+  // for the call-path signature, at the cost of a binary search (no name copied, nothing
+  // demangled). nullopt when no symbol contains the address (a stripped file, the vdso).
+  std::optional<std::uint64_t> function_start(std::uint64_t address);
+  // The kernel's [vdso]: code in no file, so libunwind finds no unwind tables for it.
+  const CodeRange& vdso() const { return vdso_; }
 
   unw_addr_space_t copy_address_space() const { return copy_space_; }
   unw_addr_space_t ptrace_address_space() const { return ptrace_space_; }
@@ -50,6 +56,7 @@ class ProcessImage {
   os::Pid pid_;
   std::uint64_t start_ticks_ = 0;
   std::vector<os::Mapping> maps_;  // file-backed executable mappings
+  CodeRange vdso_;
   std::vector<CodeRange> mpi_code_;
   std::optional<std::uint64_t> thread_multiple_address_;
   unw_addr_space_t copy_space_ = nullptr;

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "os/proc.h"
+#include "sampler/path_signature.h"
 #include "sampler/process_image.h"
 
 namespace parastack::sampler {
@@ -282,6 +283,16 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   if (decision->entry_frame) {
     const std::size_t i = *decision->entry_frame;
     sample.mpi_function = image->describe(deciding->frames[i] - (i > 0 ? 1 : 0)).function;
+  }
+  // libunwind 1.6 cannot unwind out of the vdso (it has no file to read unwind tables from): the
+  // frames past a pc there (clock_gettime, often, in a timed loop) are guesses, so the path of
+  // such a sample stays unknown rather than a made-up one.
+  const bool guessed_frames = !deciding->frames.empty() && image->vdso().contains(deciding->frames[0]);
+  if (!guessed_frames) {
+    // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
+    sample.path = path_signature(deciding->frames, deciding->complete, {sample.state, decision->entry_frame},
+                                 sample.mpi_function,
+                                 [image](std::uint64_t address) { return image->function_start(address); });
   }
   if (options.frames) {
     for (std::size_t i = 0; i < deciding->frames.size(); ++i) {

@@ -55,6 +55,7 @@ struct RankSample {
   std::optional<os::StopFailure> failure;  // the rank could not be stopped
   std::string note;                        // why Unknown, or anything unusual
   std::string mpi_function;                // the MPI call the application made (when IN_MPI)
+  std::uint64_t path = 0;                  // call-path signature (path_signature.h); 0: unknown
   std::vector<Frame> frames;               // with SampleOptions::frames
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;

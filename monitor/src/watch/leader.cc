@@ -24,6 +24,26 @@ using namespace std::chrono_literals;
 // When to tell the user that no model could be built yet (seconds of watching).
 constexpr double kUnbuiltWarning = 300;
 
+// Whether a test could have fired at this decision, and the time since the previous one counted as
+// watched or not (RunReport::coverage).
+void account_coverage(Coverage& coverage, const stats::HangModel& model, const stats::Decision& d, double& last_t) {
+  const auto& st = d.stasis;
+  const bool stasis_on = model.config().stasis.enabled && (st.early_applies || st.first_bound < 1);
+  if (stasis_on && !coverage.stasis_since) coverage.stasis_since = d.observation.t;
+  if (model.ready() && !coverage.model_since) coverage.model_since = model.ready_since();
+  const double span = std::max(0.0, d.observation.t - last_t);
+  last_t = d.observation.t;
+  if (stasis_on || model.ready()) {
+    coverage.watched_seconds += span;
+    return;
+  }
+  coverage.unwatched_seconds += span;
+  coverage.why_unwatched =
+      st.pairs == 0 ? "the S model is not built yet and the ranks' call paths could not be read"
+                    : "the S model is not built yet (the sampled states do not vary randomly) and the ranks' "
+                      "call paths have not shown movement yet";
+}
+
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -182,6 +202,8 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
         if (!trace) log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
       }
       bool hang_episode = false;  // a hang was reported and no healthy sample has been seen since
+      double last_decision_t = 0;
+      report.coverage.found_at = std::chrono::duration<double>(Clock::now() - started).count();
       bool ready_logged = false, unbuilt_warned = false;
       stats::WatchdogHooks hooks;
       hooks.on_decision = [&](const stats::Decision& d) {
@@ -191,6 +213,7 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
           trace << stats::format_trace_line(d.observation) << "\n" << std::flush;
         }
         if (d.verdict == stats::Verdict::Healthy) hang_episode = false;
+        account_coverage(report.coverage, watchdog.model(), d, last_decision_t);
         if (!ready_logged && watchdog.model().ready()) {
           ready_logged = true;
           log.info("model built after {:.1f} s (I = {} s); testing every sample from now on", d.observation.t,
@@ -204,9 +227,10 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
                    "watching on",
                    d.observation.t, d.interval);
         }
-        log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{}", d.observation.t, d.observation.set,
-                  d.observation.n_out, d.observation.n, stats::to_string(d.verdict), d.model_samples, d.streak,
-                  d.required_streak);
+        log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
+                  d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
+                  d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
+                  d.stasis.early_streak, d.stasis.early_needed);
       };
       hooks.on_alarm = [&](const stats::Alarm& alarm) {
         ++report.alarms;
@@ -234,7 +258,7 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
         report.faulty_ranks.clear();
         for (int index : finding->faulty_ranks) report.faulty_ranks.push_back(probe.rank_of(index));
         report.detected_at = probe.unix_time(finding->confirmed_at);
-        report.onset_estimate = probe.unix_time(finding->decision.streak_onset);
+        report.onset_estimate = probe.unix_time(finding->decision.onset());
         report.observations = watchdog.observations();
         report.interval = watchdog.model().interval();
         auto stacks = probe.gather_stacks();
@@ -295,6 +319,9 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
     return Outcome::MonitoringLost;
   }
   if (watched.empty()) log.warn("the job ended before any MPI rank was seen");
+  if (!watched.empty() && !report.coverage.ever_watched()) {
+    log.warn("the job ended without ever being watched: {}", report.coverage.why_unwatched);
+  }
   if (hang_reported) report.verdict = "hang";
   return Outcome::Ended;
 }

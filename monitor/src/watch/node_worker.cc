@@ -59,7 +59,8 @@ stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
     sampler_.forget(pid);
   }
   // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown.
-  return {sample.failure ? stats::RankState::Unknown : sample.state, std::move(sample.mpi_function)};
+  if (sample.failure) return {stats::RankState::Unknown, {}, 0};
+  return {sample.state, std::move(sample.mpi_function), sample.path};
 }
 
 std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>& local) {
@@ -145,7 +146,9 @@ std::vector<stats::RankSnapshot> EmulatedNodeWorker::snapshot(const std::vector<
   for (std::size_t i = 0; i < local.size(); ++i) {
     ++samples_taken_;
     const bool out = generator_->rng.uniform() < 0.5;
-    states.push_back({out ? stats::RankState::OutMpi : stats::RankState::InMpi, out ? "" : "MPI_Allreduce"});
+    // One of a few call paths at random: an emulated rank moves, as a healthy one does.
+    const std::uint64_t path = 1 + generator_->rng.below(8);
+    states.push_back({out ? stats::RankState::OutMpi : stats::RankState::InMpi, out ? "" : "MPI_Allreduce", path});
   }
   return states;
 }

@@ -68,9 +68,25 @@ nlohmann::json to_json(const RunReport& r) {
                 {"alarms", r.alarms},
                 {"slowdowns", r.slowdowns},
                 {"slowdown_evidence", r.slowdown_evidence}};
+  const auto& c = r.coverage;
+  out["coverage"] = {{"found_at", c.found_at},
+                     {"stasis_since", c.stasis_since ? json(*c.stasis_since) : json(nullptr)},
+                     {"model_since", c.model_since ? json(*c.model_since) : json(nullptr)},
+                     {"watched_seconds", c.watched_seconds},
+                     {"unwatched_seconds", c.unwatched_seconds},
+                     {"why_unwatched", c.why_unwatched}};
+  evidence["bound"] = std::string(stats::to_string(model.bound));
+  evidence["stasis"] = model.stasis.enabled;
   if (r.finding) {
     const auto& d = r.finding->decision;
     out["hang_type"] = r.finding->computation_error() ? "computation" : "communication";
+    evidence["kind"] = std::string(stats::to_string(d.evidence));
+    const auto& st = d.stasis;
+    evidence["stasis_run"] = {{"observations", st.streak},       {"since", st.streak_onset},
+                              {"first_bound", st.first_bound},   {"continue_bound", st.continue_bound},
+                              {"bound", st.streak_bound},        {"pairs", st.pairs},
+                              {"early_observations", st.early_streak}, {"early_since", st.early_onset},
+                              {"early_needed", st.early_needed}};
     out["faulty_ranks"] = r.faulty_ranks;
     out["detected_at"] = r.detected_at;
     out["onset_estimate"] = r.onset_estimate;
@@ -107,6 +123,23 @@ nlohmann::json to_json(const RunReport& r) {
   return out;
 }
 
+std::string coverage_text(const Coverage& c) {
+  std::ostringstream out;
+  out << "watched:   ranks found " << c.found_at << " s after the start; ";
+  if (!c.ever_watched()) {
+    out << "never watched\n";
+    return out.str();
+  }
+  if (c.stasis_since) out << "stasis tests from " << *c.stasis_since << " s after that";
+  if (c.stasis_since && c.model_since) out << ", ";
+  out << (c.model_since ? "S model built at " + std::to_string(*c.model_since) + " s" : "S model never built") << "\n";
+  if (c.unwatched_seconds > 0) {
+    out << "           unwatched for " << c.unwatched_seconds << " s of " << c.watched_seconds + c.unwatched_seconds
+        << " s" << (c.why_unwatched.empty() ? "" : " (" + c.why_unwatched + ")") << "\n";
+  }
+  return out.str();
+}
+
 std::string to_text(const RunReport& r) {
   std::ostringstream out;
   out << "parastack report (" << kReportSchema << ")\n\n";
@@ -126,21 +159,42 @@ std::string to_text(const RunReport& r) {
       out << "faulty:    none found: every rank waits inside MPI (a deadlock or a lost message)\n";
     }
     const auto& d = r.finding->decision;
-    out << "evidence:  " << d.streak << " consecutive samples with at most "
-        << (d.threshold ? static_cast<int>(std::lround(d.threshold->value * 100)) : 0)
-        << "% of the sampled ranks outside MPI; healthy, that happens with probability <= q = "
-        << (d.threshold ? d.threshold->q : 0) << " each, so k = " << d.required_streak
-        << " in a row at alpha = " << r.config.model.alarm.alpha << " ("
-        << stats::to_string(r.config.model.alarm.budget) << "); I = " << r.interval << " s, "
-        << r.observations << " observations\n";
+    const auto& st = d.stasis;
+    switch (d.evidence) {
+      case stats::Evidence::EarlyStasis:
+        out << "evidence:  no sampled rank moved for " << d.observation.t - st.early_onset << " s ("
+            << st.early_streak << " observations), none polling, at most a quarter outside MPI; "
+            << "the model-free stasis rule needs " << st.early_needed << " s of that\n";
+        break;
+      case stats::Evidence::Stasis:
+        out << "evidence:  " << st.streak << " consecutive observations in which no sampled rank moved; "
+            << "healthy, this job does that with probability <= " << st.first_bound << " x " << st.continue_bound
+            << "^" << (st.streak - 1) << " = " << st.streak_bound << " (from " << st.pairs
+            << " healthy observation pairs), below the test's alpha\n";
+        break;
+      default:
+        out << "evidence:  " << d.streak << " consecutive samples with at most "
+            << (d.threshold ? static_cast<int>(std::lround(d.threshold->value * 100)) : 0)
+            << "% of the sampled ranks outside MPI; healthy, that happens with probability <= q = "
+            << (d.threshold ? d.threshold->q : 0) << " each, so k = " << d.required_streak << " in a row\n";
+    }
+    out << "           alpha = " << r.config.model.alarm.alpha << " (" << stats::to_string(r.config.model.alarm.budget)
+        << "); I = " << r.interval << " s, " << r.observations << " observations\n";
     if (r.slowdowns > 0) {
       out << "           " << r.slowdowns << " earlier alarm(s) were transient slowdowns, not hangs\n";
     }
+  } else if (!r.coverage.ever_watched()) {
+    // Never a plain "completed" for a job nothing could have judged: say so, and why.
+    out << "verdict:   ended, NOT WATCHED";
+    if (r.exit_status) out << ", exit status " << *r.exit_status;
+    out << ": no test could have fired in " << r.observations << " observations ("
+        << (r.coverage.why_unwatched.empty() ? "no MPI rank was sampled" : r.coverage.why_unwatched) << ")\n";
   } else {
     out << "verdict:   completed";
     if (r.exit_status) out << ", exit status " << *r.exit_status;
     out << " (" << r.observations << " observations, " << r.alarms << " alarm(s), all judged slowdowns)\n";
   }
+  out << coverage_text(r.coverage);
   out << "action:    " << r.action << ": " << r.action_taken << "\n";
   if (!r.trace_path.empty()) out << "trace:     " << r.trace_path << " (parastack replay reproduces the decision)\n";
   for (const auto& note : r.notes) out << "note:      " << note << "\n";

@@ -16,6 +16,18 @@ namespace parastack::watch {
 
 inline constexpr const char* kReportSchema = "parastack-report/1";
 
+// What was watched, and what was not (docs/report-format.md): a job is watched at a sample when
+// some test could fire there, the S model (built), the stasis model (bounds estimated) or the
+// model-free stasis rule (the job has shown that its call paths move).
+struct Coverage {
+  double found_at = 0;                 // seconds after parastack started, when the ranks were found
+  std::optional<double> stasis_since;  // seconds after the ranks were found: first stasis test possible
+  std::optional<double> model_since;   // ... the S model built
+  double watched_seconds = 0, unwatched_seconds = 0;  // between samples, after the ranks were found
+  std::string why_unwatched;           // the latest reason, in words (empty when always watched)
+  bool ever_watched() const { return stasis_since || model_since; }
+};
+
 struct RunReport {
   // The job.
   std::vector<std::string> command;
@@ -38,6 +50,7 @@ struct RunReport {
   int alarms = 0, slowdowns = 0;
   std::vector<std::string> slowdown_evidence;
   double interval = 0;
+  Coverage coverage;
   // Every rank at detection, and their stacks merged.
   std::vector<RankRecord> ranks;
   std::optional<StackViews> stacks;

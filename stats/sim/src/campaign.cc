@@ -41,7 +41,10 @@ std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes,
     }
     for (int h = 0; h < config.hangs_per_shape; ++h) {
       Fault fault;
-      fault.onset = rng.uniform() * config.latest_onset_seconds;
+      const auto& shape = shapes[s];
+      fault.onset = shape.onset_max_seconds > 0
+                        ? rng.uniform(std::max(0.0, shape.onset_min_seconds), shape.onset_max_seconds)
+                        : rng.uniform() * config.latest_onset_seconds;
       if (rng.uniform() < config.computation_fault_share) {
         fault.kind = FaultKind::Computation;
         const int count = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(config.max_faulty_ranks)));
@@ -108,6 +111,8 @@ stats::WatchdogConfig watchdog_config(const CampaignConfig& config) {
   stats::WatchdogConfig watchdog;
   watchdog.model = config.model;
   watchdog.sampled_ranks = config.sampled_ranks;
+  watchdog.every_set_each_time = config.every_set_each_time;
+  watchdog.sample_every_rank_up_to = config.sample_every_rank_up_to;
   watchdog.identification_rounds = config.identification_rounds;
   watchdog.identification_spacing = config.identification_spacing_seconds;
   return watchdog;

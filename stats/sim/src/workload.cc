@@ -21,6 +21,14 @@ constexpr int kRecv = -2;
 constexpr std::array<const char*, 5> kRegularCalls{"MPI_Waitall", "MPI_Allreduce", "MPI_Bcast",
                                                    "MPI_Barrier", "MPI_Alltoall"};
 
+// Call-path signatures (RankSnapshot::path): one for the computation, one per MPI call site, the
+// same for a polling loop whether the rank is seen in MPI_Test or in its own loop code. The
+// computation has one path however long it lasts, which makes healthy jobs look stiller than real
+// ones (real computations move between functions): the pessimistic side for false alarms.
+constexpr std::uint64_t kComputePath = 0x1000;
+std::uint64_t call_path(int call) { return 0x2000 + static_cast<std::uint64_t>(call + 8); }
+constexpr std::uint64_t kCheckpointPath = 0x4000;
+
 std::string call_name(int call) {
   if (call == kTest) return "MPI_Test";
   if (call == kRecv) return "MPI_Recv";
@@ -130,46 +138,48 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
 }
 
 stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t) const {
-  if (shape_.busy_wait && call == 0) {
+  if (shape_.busy_wait && (call == 0 || shape_.poll_every_call)) {
     // A polling loop: mostly inside MPI_Test's progress engine, sometimes in the loop itself.
     if (uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
         shape_.poll_out_fraction) {
-      return {stats::RankState::OutMpi, {}};
+      return {stats::RankState::OutMpi, {}, call_path(call)};
     }
-    return {stats::RankState::InMpi, call_name(kTest)};
+    return {stats::RankState::InMpi, call_name(kTest), call_path(call)};
   }
-  return {stats::RankState::InMpi, call_name(call)};
+  return {stats::RankState::InMpi, call_name(call), call_path(call)};
 }
 
 stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
   const auto& faulty = fault_.faulty_ranks;
   if (fault_.kind == FaultKind::Computation &&
       std::find(faulty.begin(), faulty.end(), rank) != faulty.end()) {
-    return {stats::RankState::OutMpi, {}};  // spinning or sleeping in its own code
+    return {stats::RankState::OutMpi, {}, kComputePath};  // spinning or sleeping in its own code
   }
   // Everybody else finishes the computation under way at the onset, then blocks for good.
   const Moment at_onset = moment(fault_.onset);
   const Position was = position(rank, at_onset.app_time, at_onset.slowdown);
-  if (was.computing && t < fault_.onset + was.compute_left) return {stats::RankState::OutMpi, {}};
+  if (was.computing && t < fault_.onset + was.compute_left) {
+    return {stats::RankState::OutMpi, {}, kComputePath};
+  }
   if (shape_.busy_wait) return waiting_snapshot(rank, 0, t);
   if (fault_.kind == FaultKind::Deadlock) {
     const std::array<int, 3> calls{kRecv, 0, 1};
-    return {stats::RankState::InMpi,
-            call_name(calls[static_cast<std::size_t>(uniform(static_cast<std::uint64_t>(rank), 5, 0) * 3)])};
+    const int call = calls[static_cast<std::size_t>(uniform(static_cast<std::uint64_t>(rank), 5, 0) * 3)];
+    return {stats::RankState::InMpi, call_name(call), call_path(call)};
   }
   const bool neighbour = std::any_of(faulty.begin(), faulty.end(),
                                      [rank](int f) { return std::abs(f - rank) == 1; });
-  return {stats::RankState::InMpi, call_name(neighbour ? 0 : 1)};
+  return {stats::RankState::InMpi, call_name(neighbour ? 0 : 1), call_path(neighbour ? 0 : 1)};
 }
 
 stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
   if (fault_.kind != FaultKind::None && t >= fault_.onset) return hung_snapshot(rank, t);
   const Moment m = moment(t);
   if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) {
-    return {stats::RankState::InMpi, "MPI_File_write_all"};
+    return {stats::RankState::InMpi, "MPI_File_write_all", kCheckpointPath};
   }
   const Position p = position(rank, m.app_time, m.slowdown);
-  if (p.computing) return {stats::RankState::OutMpi, {}};
+  if (p.computing) return {stats::RankState::OutMpi, {}, kComputePath};
   return waiting_snapshot(rank, p.call, t);
 }
 
@@ -181,7 +191,7 @@ bool SyntheticJob::is_out(int rank, double t) const {
   if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) return false;
   const Position p = position(rank, m.app_time, m.slowdown);
   if (p.computing) return true;
-  return shape_.busy_wait && p.call == 0 &&
+  return shape_.busy_wait && (p.call == 0 || shape_.poll_every_call) &&
          uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
              shape_.poll_out_fraction;
 }
@@ -244,6 +254,25 @@ std::vector<WorkloadShape> standard_shapes() {
        .ranks = 1000000,
        .ranks_per_node = 128,
        .phases = {{1.0, 0.25}}},
+      {.name = "early-hang",
+       .description = "0.1 s solver iterations, 60% compute; every hang 2-30 s after the start",
+       .ranks = 256,
+       .phases = {{0.1, 0.6}},
+       .onset_min_seconds = 2,
+       .onset_max_seconds = 30},
+      {.name = "all-polling",
+       .description = "every wait an MPI_Test loop, 2% compute: S is always about 0",
+       .ranks = 512,
+       .phases = {{0.1, 0.02}},
+       .busy_wait = true,
+       .poll_out_fraction = 0.01,
+       .poll_every_call = true},
+      {.name = "small-4",
+       .description = "4 ranks on one node, 0.1 s iterations, 60% compute, +-10% imbalance",
+       .ranks = 4,
+       .ranks_per_node = 4,
+       .phases = {{0.1, 0.6}},
+       .imbalance = 0.1},
       {.name = "checkpoint",
        .description = "0.2 s cycles, 2 collective checkpoints/h of 10-120 s in MPI_File_write_all",
        .phases = {{0.2, 0.65}},

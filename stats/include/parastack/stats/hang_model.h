@@ -12,10 +12,15 @@
 // - Detection needs the set's sampling to have passed the runs test at the current interval.
 // - By default every sample value is a threshold, each with its own streak, tested at alpha divided
 //   by their number (a union bound); the paper tests one threshold.
+// - By default a threshold's suspicion probability is bounded by an exact binomial bound
+//   (binomial.h), not by the ladder's p̂ + e, and the observations also carry stasis evidence
+//   (stasis.h). alpha then bounds everything together: half for the tests, half for the chance that
+//   an estimated bound is below the truth.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +30,7 @@
 #include "parastack/stats/empirical_distribution.h"
 #include "parastack/stats/observation.h"
 #include "parastack/stats/runs_test.h"
+#include "parastack/stats/stasis.h"
 #include "parastack/stats/tolerance_ladder.h"
 
 namespace parastack::stats {
@@ -36,13 +42,25 @@ enum class ThresholdRule {
 };
 std::string_view to_string(ThresholdRule rule);
 
+// How a threshold's suspicion probability q is bounded from the samples.
+enum class SuspicionBound {
+  Ladder,  // p̂ + e with the paper's tolerance ladder (§3.2)
+  Exact,   // the exact binomial (Clopper-Pearson) upper bound, spent under alpha (default)
+};
+std::string_view to_string(SuspicionBound bound);
+
 struct ModelConfig {
   AlarmPolicy alarm;
   ThresholdRule thresholds = ThresholdRule::EveryValue;
+  SuspicionBound bound = SuspicionBound::Exact;
+  StasisConfig stasis;              // stasis evidence; stasis.enabled = false tests S alone
   int sets = 2;                     // disjoint monitored sets (§3.3, corner case)
   int observations_per_turn = 30;   // a set is sampled this many times before the next one
-  double initial_interval = 0.4;    // I, seconds (§3.3)
-  double max_interval = 0.4 * 64;   // I stops doubling here
+  // I, seconds. The paper starts at 0.4 s because its sample (a full unwind through ptrace) costs
+  // milliseconds; ours stops a rank for about 20 us, so 0.1 s costs a rank 0.02 % and gives four
+  // times the evidence per second (docs/statistics.md). The runs test still doubles it as needed.
+  double initial_interval = 0.1;
+  double max_interval = 25.6;       // I stops doubling here
   int runs_test_every = 16;         // samples per runs test (§3.3)
   std::size_t window = 2048;        // samples kept per set
 };
@@ -55,9 +73,18 @@ enum class Verdict {
   Building,   // this set's model cannot test yet
   Healthy,    // tested: not a suspicion
   Suspicion,  // tested: a suspicion, the streak is still short of k
-  Hang,       // k consecutive suspicions: the model's alarm (to be verified by the caller)
+  Hang,       // the model's alarm (to be verified by the caller): see Decision::evidence
 };
 std::string_view to_string(Verdict verdict);
+
+// Which test raised a Hang.
+enum class Evidence {
+  None,
+  Fraction,     // k consecutive suspicions of S = n_out / n (the paper's test)
+  Stasis,       // a run of still observations too unlikely under the job's stasis model
+  EarlyStasis,  // the model-free stasis rule
+};
+std::string_view to_string(Evidence evidence);
 
 struct Decision {
   Observation observation;
@@ -74,6 +101,11 @@ struct Decision {
   double streak_onset = 0;                    // t of that streak's first suspicion
   std::optional<RunsTestResult> runs_test;    // when a runs test ran on this observation
   bool interval_doubled = false;
+  Evidence evidence = Evidence::None;         // what raised the Hang
+  StasisDecision stasis;                      // the stasis tests on this observation
+  // When the set's current run of evidence began (the earliest onset among the tests running):
+  // what verification looks back to.
+  double onset() const;
 };
 
 class HangModel {
@@ -82,36 +114,51 @@ class HangModel {
 
   Decision observe(const Observation& observation);
 
-  // After a Hang decision that the caller's verification judged a transient slowdown: the streak
-  // restarts, and its held-back samples are dropped, so that a hang wrongly judged a slowdown can
-  // never teach the model that a hung S is normal.
-  void resume_after_slowdown(int set);
+  // After a Hang decision that the caller's verification judged a transient slowdown, with the last
+  // movement it saw at progress_at: the streaks' observations up to then are dropped (a hang wrongly
+  // judged a slowdown must never teach the model that a hung S is normal), and the ones after it
+  // are tested again as the start of new streaks, so progress *before* a hang cannot hide it.
+  void resume_after_slowdown(int set,
+                             double progress_at = std::numeric_limits<double>::infinity());
 
   double interval() const { return interval_; }
   // The randomised step before the next sample: uniform over [I/2, 3I/2] given u in [0, 1).
   double next_delay(double uniform01) const { return interval_ / 2 + uniform01 * interval_; }
   // The set to sample next, alternating every observations_per_turn observations.
   int next_set() const;
-  // Every set can test (the model is built); the time it first became so.
+  // Every set can test S (the S model is built); the time it first became so. Stasis needs no
+  // built model: its model-free rule watches from the first observation.
   bool ready() const { return ready_since_.has_value(); }
   std::optional<double> ready_since() const { return ready_since_; }
   const ModelConfig& config() const { return config_; }
 
  private:
+  struct Held {
+    double t;
+    double sample;
+  };
   struct SetModel {
-    explicit SetModel(std::size_t window) : samples(window) {}
+    SetModel(std::size_t window, const StasisConfig& stasis_config, double stasis_beta)
+        : samples(window), stasis(stasis_config, stasis_beta) {}
     EmpiricalDistribution samples;
     std::vector<double> runs_window;
     bool random = false;
     std::optional<double> testing_since;
+    std::vector<SuspicionThreshold> thresholds;  // Exact: as of the last refresh
+    int refreshes = 0;
+    std::size_t samples_at_refresh = 0, added_since_refresh = 0;
     std::vector<SuspicionThreshold> frozen;  // thresholds of the running streak
     std::vector<int> streaks;                // consecutive samples <= each frozen threshold
     std::vector<double> onsets;              // when each of those streaks began
-    std::vector<double> held_back;           // the running streak's samples
+    std::vector<Held> held_back;             // the running streak's samples
+    StasisModel stasis;
   };
 
   void end_streak(SetModel& set);
+  void add_sample(SetModel& set, double sample);
+  std::vector<SuspicionThreshold> current_thresholds(SetModel& set);
   void double_interval();
+  bool splits_alpha() const;
 
   ModelConfig config_;
   std::vector<SetModel> sets_;

@@ -50,6 +50,11 @@ std::optional<SuspicionThreshold> choose_threshold(const EmpiricalDistribution& 
 // the paper's single threshold, e.g. busy-waiting codes (docs/statistics.md).
 std::vector<SuspicionThreshold> every_value_thresholds(const EmpiricalDistribution& samples);
 
+// Every sample value v as a threshold, with q the exact binomial upper bound of P(S <= v) at
+// confidence 1 - beta (binomial.h) instead of p̂ + e; tolerance is then q - p̂. Ascending by value,
+// those with q < 1.
+std::vector<SuspicionThreshold> exact_thresholds(const EmpiricalDistribution& samples, double beta);
+
 // Geometric significance test: the number of consecutive suspicions k = ceil(log_q alpha) at which
 // P(Y >= k | healthy) = q^k <= alpha. Requires 0 < q < 1 and 0 < alpha < 1.
 int required_streak(double q, double alpha);

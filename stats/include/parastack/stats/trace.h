@@ -1,6 +1,8 @@
 // The sample trace: JSON Lines, one observation per line,
-//   {"t": <seconds since start>, "set": <0 or 1>, "n_out": <int>, "n": <int>}
-// Extra fields are allowed and ignored. Every monitor writes one next to its report, and
+//   {"t": <seconds since start>, "set": <0 or 1>, "n_out": <int>, "n": <int>,
+//    "path": "<hex signature of the set's call paths>", "polling": true}
+// "path" and "polling" are optional (absent: unknown path, no polling), so traces written before
+// they existed still replay. Extra fields are allowed and ignored. Every monitor writes one next to its report, and
 // `parastack replay` feeds it back to the model. See docs/report-format.md.
 #pragma once
 

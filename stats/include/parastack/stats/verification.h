@@ -32,6 +32,11 @@ std::string_view to_string(RankState state);
 struct RankSnapshot {
   RankState state = RankState::Unknown;
   std::string mpi_function;  // innermost MPI entry point when InMpi (MPI_x, PMPI_x or mpi_x_)
+  // Where the rank is, as a signature of its call path (docs/statistics.md, "Stasis"): two samples
+  // of a rank that has not moved have the same path; a rank that moved almost surely not. Polling
+  // (a loop around MPI_Test/MPI_Iprobe) has one path whether the rank is seen in MPI or in its own
+  // loop code. 0: unknown (the sampler could not tell), which is never taken as "not moved".
+  std::uint64_t path = 0;
 };
 
 // MPI_Test / PMPI_Test / mpi_test_ / MPI_TESTALL ... and MPI_Iprobe: the calls a waiting loop polls.
@@ -41,10 +46,19 @@ struct ProgressEvidence {
   std::size_t rank_index;  // index into the series given
   RankSnapshot from;
   RankSnapshot to;
+  std::size_t at = 0;      // index of `to` in that rank's series
 };
 
-// series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped.
+// series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides
+// (1) and (2) above, a rank in the same (non-polling) MPI call from another call site moved too,
+// when both its paths are known (RankSnapshot::path).
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series);
+// The same, the latest movement (largest `at`): what a streak after it must be tested from.
+std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series);
+
+// The snapshot indices (ascending, distinct) at which some rank moved: the gaps between them are
+// how long the job stood still.
+std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnapshot>>& series);
 
 // Default I/O progress threshold: well above what an idle MPI runtime reads or writes in an
 // interval (heartbeats, a stray log line), well below a checkpoint's rate.

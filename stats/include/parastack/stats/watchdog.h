@@ -39,6 +39,17 @@ class JobProbe {
 struct WatchdogConfig {
   ModelConfig model;
   int sampled_ranks = 10;              // C, per set
+  // Jobs of at most this many ranks are sampled whole at every observation, as one set: a sample
+  // stops a rank for about 20 us, and S over every rank says far more than S over sets of 2.
+  int sample_every_rank_up_to = 20;
+  // Sample every set at each observation time, rather than one set per turn (§3.3): the set that
+  // does not hold a faulty rank then sees a hang at once, without waiting for its turn.
+  bool every_set_each_time = true;
+  // After an alarm, fresh snapshots are taken for max(I, this x the evidence's duration) more.
+  double verification_fraction = 0.5;
+  // ... and for at least this many times the longest freeze that verification has seen end in this
+  // job (a straggler that stalls everyone for 20 s once will do it again).
+  double freeze_margin = 1.5;
   int identification_rounds = 5;       // checks of all ranks after a confirmed hang (§4)
   double identification_spacing = 0.2; // seconds between those checks
 };
@@ -89,8 +100,16 @@ class Watchdog {
     double t;
     std::vector<RankSnapshot> targets;
   };
+  // What verification concluded, and when the job was last seen moving (for resuming).
+  struct Verified {
+    Alarm alarm;
+    double progress_at = std::numeric_limits<double>::infinity();
+  };
 
-  std::optional<Alarm> verify(JobProbe& probe, const Decision& decision);
+  // Feeds one set's snapshots to the model; a confirmed hang ends the watch.
+  std::optional<std::optional<HangFinding>> observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
+                                                        double t, std::vector<RankSnapshot> targets);
+  std::optional<Verified> verify(JobProbe& probe, const Decision& decision);
   HangFinding identify(JobProbe& probe, const Decision& decision);
 
   WatchdogConfig config_;
@@ -101,6 +120,8 @@ class Watchdog {
   std::vector<std::vector<Sampled>> streak_samples_;  // per set: its running streak's snapshots
   std::optional<int> last_alarm_set_;
   double last_t_ = 0;
+  double longest_healthy_freeze_ = 0;  // seconds, from alarms that verification saw end
+  double job_moved_at_ = -1;           // the latest movement a verification saw
   std::uint64_t observations_ = 0;
 };
 

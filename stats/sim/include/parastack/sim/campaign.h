@@ -23,6 +23,8 @@ struct CampaignConfig {
   double latest_onset_seconds = 7200;            // hang onset uniform in [0, this)
   double max_detection_wait_seconds = 3600;      // a hang not confirmed by then is missed
   int sampled_ranks = 10;                        // C, per set
+  bool every_set_each_time = true;               // stats::WatchdogConfig
+  int sample_every_rank_up_to = 20;              // stats::WatchdogConfig
   stats::ModelConfig model;
   int identification_rounds = 5;                 // checks of all ranks after a hang (§4)
   double identification_spacing_seconds = 0.2;

@@ -47,6 +47,9 @@ struct WorkloadShape {
   double checkpoints_per_hour = 0;
   double checkpoint_min_seconds = 10, checkpoint_max_seconds = 120;
   double checkpoint_bytes_per_second = 200e6;  // per aggregator (one per node)
+  bool poll_every_call = false;    // every MPI call is a polling loop (all-polling codes)
+  // Hang onsets for this shape, uniform in [min, max) seconds; negative: the campaign's default.
+  double onset_min_seconds = -1, onset_max_seconds = -1;
 };
 
 enum class FaultKind { None, Computation, Deadlock };

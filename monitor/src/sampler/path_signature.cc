@@ -1,0 +1,75 @@
+#include "sampler/path_signature.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "parastack/stats/random.h"
+#include "parastack/stats/verification.h"
+
+namespace parastack::sampler {
+namespace {
+
+// Order matters (mix64 is not linear): the same addresses in another order are another path.
+std::uint64_t combine(std::uint64_t hash, std::uint64_t word) { return stats::mix64(hash ^ word); }
+
+// FNV-1a: deterministic across runs, unlike std::hash.
+std::uint64_t hash_name(std::string_view name) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+bool is_startup_or_shutdown(std::string_view mpi_function) {
+  std::string name;
+  for (const char c : mpi_function) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (name == "ompi_mpi_init" || name == "ompi_mpi_finalize") return true;
+  if (name.starts_with("pmpi_")) {
+    name.erase(0, 5);
+  } else if (name.starts_with("mpi_")) {
+    name.erase(0, 4);
+  } else {
+    return false;
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();  // Fortran bindings
+  static constexpr std::array<std::string_view, 3> kStartupOrShutdown{"init", "init_thread", "finalize"};
+  return std::find(kStartupOrShutdown.begin(), kStartupOrShutdown.end(), name) != kStartupOrShutdown.end();
+}
+
+std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
+                             const Classification& classification, std::string_view mpi_function,
+                             const FunctionIdentity& function_of) {
+  std::size_t innermost = 0;  // of the application part
+  switch (classification.state) {
+    case stats::RankState::Unknown:
+      return 0;
+    case stats::RankState::OutMpi:
+      // A partial stack of a computing rank could be the same partial stack of different paths.
+      if (!complete) return 0;
+      break;
+    case stats::RankState::InMpi:
+      if (!classification.entry_frame || is_startup_or_shutdown(mpi_function)) return 0;
+      innermost = *classification.entry_frame + 1;
+      break;
+  }
+  if (innermost >= frames.size()) return 0;
+  const auto function = function_of(innermost == 0 ? frames[0] : frames[innermost] - 1);
+  if (!function) return 0;
+  std::uint64_t hash = stats::mix64(*function);
+  for (std::size_t i = innermost + 1; i < frames.size(); ++i) hash = combine(hash, frames[i]);
+  if (classification.state == stats::RankState::InMpi && !stats::is_polling_function(mpi_function)) {
+    // A blocking call is also told apart by its call site: two MPI_Sendrecv of one loop are two
+    // places, and a rank going from one to the other has moved. (A polling call is not: the loop
+    // around it must have one path whether the rank is seen in MPI or in the loop.)
+    hash = combine(combine(hash, hash_name(mpi_function)), frames[innermost]);
+  }
+  return hash == 0 ? 1 : hash;  // 0 means unknown
+}
+
+}  // namespace parastack::sampler

@@ -1,0 +1,43 @@
+// Where a rank is, as a 64-bit signature of its call path: the statistics core's stasis evidence
+// (stats::RankSnapshot::path). A hung rank does not move between samples (a deadlock sits at one
+// MPI call site, a spin stays in one loop function, a sleep stays in nanosleep); a healthy one
+// does. Pure, so it can be unit-tested without processes.
+//
+// Only the application part of the stack counts (below the MPI call when IN_MPI, all of it when
+// OUT_MPI): what MPI does inside a call changes from sample to sample while the rank waits. Its
+// innermost frame counts by function, not by address, because a spinning loop's pc moves; the
+// outer frames count by return address, because call sites do not. The MPI call's name counts
+// too, except for a polling call (MPI_Test*, MPI_Iprobe): a rank in `while (!done) MPI_Test(...)`
+// then has one signature whether a sample finds it inside MPI_Test or in its own loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "sampler/classify.h"
+
+namespace parastack::sampler {
+
+// The identity of the function containing a code address (a return address already moved back
+// into its call instruction), e.g. where its symbol starts; nullopt when unknown.
+using FunctionIdentity = std::function<std::optional<std::uint64_t>(std::uint64_t address)>;
+
+// frames[0] is the innermost (the stopped pc), the others return addresses, as for
+// classify_by_address; `classification` is theirs, and `mpi_function` names the MPI call (entry
+// frame) when IN_MPI. `function_of` is asked about one address only: the innermost application
+// frame's. 0 means unknown: Unknown state, an incomplete unwind of an OUT_MPI rank, no
+// application frame, an unknown function, or a rank in MPI start-up or shut-down. Never 0 otherwise.
+std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
+                             const Classification& classification, std::string_view mpi_function,
+                             const FunctionIdentity& function_of);
+
+// MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
+// and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no
+// MPI_Finalize frame is left). A rank sitting still there waits for the others to launch or to
+// finish: not a hang.
+bool is_startup_or_shutdown(std::string_view mpi_function);
+
+}  // namespace parastack::sampler

@@ -1,0 +1,121 @@
+// Stasis evidence: in a hang nothing moves. A deadlocked rank sits at the same MPI call site, a
+// spinning one in the same loop, a sleeping one in nanosleep; in a healthy job the sampled ranks'
+// call paths change from one sample to the next. Pure: it consumes observations (each carries a
+// signature of its set's call paths) and says how unlikely the current run of "nothing moved" is.
+//
+// An observation is *still* when its set's path signature equals the one of the set's previous
+// observation (both known) and few of its ranks are outside MPI (few_outside). Two tests:
+//
+// 1. The model (§3.1's geometric test, on a new event). From the job's own healthy observations,
+//    c = P(still), and for the place v the run sits at (its path signature) s_v = P(still | the
+//    previous observation was at v): how sticky v is. Under health a run of L still observations
+//    at v has probability at most c s_v^(L-1) (a Markov chain on the set's places, which also
+//    covers samples that are not independent). s_v is bounded above by the larger of the exact
+//    binomial bound (binomial.h) of v's own transitions and that of all still pairs pooled: a
+//    place seen rarely or never in health (a deadlock) gets the pooled bound, which in a job of
+//    independent samples is a weighted mean of the places' stickiness and so above a rare one's; a
+//    place seen often gets its own. (A single pooled s, a first-order chain on the still indicator
+//    alone, would be wrong: a job that is often at one sticky place and sometimes at others has
+//    long runs at the sticky one far more often than the pooled s predicts; a unit test checks
+//    this against the exact probabilities.) The run is a hang when c+ s_v+^(L-1) <= alpha_i.
+// 2. The model-free rule, for the first seconds of a job (before any model can be built) and for
+//    codes that never build one: a run of still observations in which no sampled rank polls, lasting
+//    at least early_min_observations and max(early_min_seconds, early_age_fraction x the job's age
+//    when it began, early_run_factor x the longest still run this job has shown and ended). It
+//    applies only once the job has shown that its paths move: at least early_min_pairs pairs, at
+//    most early_max_still_share of them still (a code that always looks still, such as one MPI call
+//    site in a loop around a tiny computation, gives it nothing to go on). Its false-alarm bound
+//    is an assumption, stated and tested: a healthy job that has shown movement never keeps every
+//    sampled rank's call path unchanged, at most a quarter of them outside MPI, none polling, none
+//    in MPI_Init or MPI_Finalize, for that long (and verification then also sees no I/O and no
+//    progress). See docs/statistics.md.
+//
+// The observations of a running run are held back from the model, as the S model's are: the model
+// learns from the past and tests the present, and a hang never teaches it that stasis is normal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "parastack/stats/observation.h"
+
+namespace parastack::stats {
+
+struct StasisConfig {
+  bool enabled = true;
+  double early_min_seconds = 5;
+  double early_age_fraction = 0.125;
+  int early_min_observations = 8;
+  double early_run_factor = 3;
+  std::uint64_t early_min_pairs = 16;
+  double early_max_still_share = 0.5;
+  std::size_t window = 2048;  // most recent observation pairs the model keeps
+};
+
+struct StasisDecision {
+  bool known = false;          // this observation and the set's previous one both had known paths
+  bool still = false;          // known, the same path, few ranks outside MPI
+  int streak = 0;              // consecutive still observations, this one included
+  double streak_onset = 0;     // t of the observation before the first still one: when it stopped
+  double first_bound = 1;      // c+, upper bound of P(still) in health
+  double continue_bound = 1;   // s_v+, upper bound of P(still | previous at v) in health
+  double streak_bound = 1;     // c+ s+^(streak-1)
+  std::uint64_t pairs = 0;     // known pairs in the model
+  int early_streak = 0;        // consecutive still observations without polling
+  double early_onset = 0;      // when that run stopped
+  double early_needed = 0;     // how long the model-free rule needs it to last
+  bool early_applies = false;  // the job has shown that its paths move (see above)
+  bool fired = false;          // the model's test fired
+  bool early_fired = false;    // the model-free rule fired
+};
+
+class StasisModel {
+ public:
+  // beta: the error budget of this set's estimates, spent over their refreshes (refresh_share).
+  StasisModel(StasisConfig config, double beta);
+
+  StasisDecision observe(const Observation& observation, double test_alpha);
+  // The caller's verification saw the job move at progress_at (or found I/O: +infinity). The still
+  // observations up to then are dropped, not learned; the later ones start the run again.
+  void resume_after_slowdown(double progress_at);
+
+ private:
+  struct Pair {
+    double t;
+    bool still;
+    bool polling;
+    std::optional<bool> previous_still;  // the pair before it in an unbroken chain
+    std::uint64_t from = 0;              // the previous observation's path (known)
+  };
+  // One place's transitions in the model: how often the next observation was known, and still.
+  struct Place {
+    std::uint64_t trials = 0, hits = 0;
+    int bound_refresh = -1;  // the refresh its cached bound belongs to
+    double bound = 1;
+  };
+  void commit(const Pair& pair);
+  void commit_held();
+  void maybe_refresh();
+  double place_bound(std::uint64_t path);
+
+  StasisConfig config_;
+  double beta_;
+  std::uint64_t previous_path_ = 0;
+  double previous_t_ = 0;
+  std::optional<bool> previous_still_;  // last known pair's stillness, while the chain is unbroken
+  std::vector<Pair> held_;              // the running still run
+  double held_onset_ = 0;
+  std::deque<Pair> committed_;
+  std::uint64_t first_trials_ = 0, first_hits_ = 0, next_trials_ = 0, next_hits_ = 0;
+  std::uint64_t added_since_refresh_ = 0, trials_at_refresh_ = 0;
+  int refreshes_ = 0;
+  double first_bound_ = 1, continue_bound_ = 1;
+  double longest_still_run_ = 0;  // seconds, of the runs that ended (committed or verified)
+  std::unordered_map<std::uint64_t, Place> places_;
+};
+
+}  // namespace parastack::stats

@@ -1,0 +1,147 @@
+#include "parastack/stats/stasis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "parastack/stats/binomial.h"
+
+namespace parastack::stats {
+namespace {
+
+// The first bounds need a few pairs; before that the model cannot test (c+ = s+ = 1).
+constexpr std::uint64_t kFirstRefreshPairs = 8;
+
+}  // namespace
+
+StasisModel::StasisModel(StasisConfig config, double beta) : config_(config), beta_(beta) {}
+
+void StasisModel::commit(const Pair& pair) {
+  committed_.push_back(pair);
+  ++first_trials_;
+  first_hits_ += pair.still ? 1 : 0;
+  if (pair.previous_still == true) {
+    ++next_trials_;
+    next_hits_ += pair.still ? 1 : 0;
+  }
+  Place& place = places_[pair.from];
+  ++place.trials;
+  place.hits += pair.still ? 1 : 0;
+  if (config_.window != 0 && committed_.size() > config_.window) {
+    const Pair& old = committed_.front();
+    --first_trials_;
+    first_hits_ -= old.still ? 1 : 0;
+    if (old.previous_still == true) {
+      --next_trials_;
+      next_hits_ -= old.still ? 1 : 0;
+    }
+    auto it = places_.find(old.from);
+    if (--it->second.trials == 0) {
+      places_.erase(it);
+    } else {
+      it->second.hits -= old.still ? 1 : 0;
+    }
+    committed_.pop_front();
+  }
+  ++added_since_refresh_;
+}
+
+double StasisModel::place_bound(std::uint64_t path) {
+  auto it = places_.find(path);
+  if (it == places_.end() || refreshes_ == 0) return continue_bound_;
+  Place& place = it->second;
+  if (place.bound_refresh != refreshes_) {
+    // Which place's bound gets used is not known in advance: the budget is shared by all of them.
+    const double beta = beta_ * refresh_share(refreshes_ - 1) / 2 / static_cast<double>(places_.size());
+    place.bound = binomial_upper_bound(place.hits, place.trials, beta);
+    place.bound_refresh = refreshes_;
+  }
+  return std::max(continue_bound_, place.bound);
+}
+
+void StasisModel::commit_held() {
+  for (const auto& pair : held_) commit(pair);
+  held_.clear();
+}
+
+void StasisModel::maybe_refresh() {
+  // Bounds are refreshed at a few points only (the sample count grew by a quarter, or a quarter of
+  // the window was replaced), so the union bound over refreshes costs little (refresh_share).
+  const bool grown = first_trials_ >= kFirstRefreshPairs &&
+                     (refreshes_ == 0 || 4 * first_trials_ >= 5 * trials_at_refresh_ ||
+                      (config_.window != 0 && 4 * added_since_refresh_ >= config_.window));
+  if (!grown) return;
+  const double beta = beta_ * refresh_share(refreshes_) / 4;  // c and s a quarter each; places half
+  first_bound_ = binomial_upper_bound(first_hits_, first_trials_, beta);
+  continue_bound_ = binomial_upper_bound(next_hits_, next_trials_, beta);
+  ++refreshes_;
+  trials_at_refresh_ = first_trials_;
+  added_since_refresh_ = 0;
+}
+
+StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
+  StasisDecision d;
+  d.known = o.path != 0 && previous_path_ != 0;
+  d.still = d.known && o.path == previous_path_ && few_outside(o);
+  const double stopped_at = previous_t_;
+  const std::uint64_t previous_path_before = previous_path_;
+  previous_path_ = o.path;
+  previous_t_ = o.t;
+
+  if (!d.known) {
+    // Not evidence either way: the run (if any) ends, and the chain of pairs is broken.
+    commit_held();
+    previous_still_.reset();
+  } else {
+    const Pair pair{o.t, d.still, o.polling, previous_still_, previous_path_before};
+    previous_still_ = d.still;
+    if (d.still) {
+      if (held_.empty()) held_onset_ = stopped_at;
+      held_.push_back(pair);
+    } else {
+      if (!held_.empty()) longest_still_run_ = std::max(longest_still_run_, o.t - held_onset_);
+      commit_held();
+      commit(pair);
+    }
+  }
+  maybe_refresh();
+
+  d.first_bound = first_bound_;
+  d.continue_bound = continue_bound_;
+  d.pairs = first_trials_;
+  d.streak = static_cast<int>(held_.size());
+  d.streak_onset = held_onset_;
+  if (d.streak > 0) {
+    d.continue_bound = place_bound(o.path);
+    d.streak_bound = first_bound_ * std::pow(d.continue_bound, d.streak - 1);
+    d.fired = config_.enabled && d.streak_bound <= test_alpha;
+    // The model-free rule: the tail of the run in which nobody polls.
+    auto polling = std::find_if(held_.rbegin(), held_.rend(), [](const Pair& p) { return p.polling; });
+    d.early_streak = static_cast<int>(polling - held_.rbegin());
+    if (d.early_streak > 0) {
+      d.early_onset = polling == held_.rend() ? held_onset_ : polling->t;
+      d.early_needed = std::max({config_.early_min_seconds, config_.early_age_fraction * d.early_onset,
+                                 config_.early_run_factor * longest_still_run_});
+      d.early_applies = first_trials_ >= config_.early_min_pairs &&
+                        static_cast<double>(first_hits_) <=
+                            config_.early_max_still_share * static_cast<double>(first_trials_);
+      d.early_fired = config_.enabled && d.early_applies &&
+                      d.early_streak >= config_.early_min_observations &&
+                      o.t - d.early_onset >= d.early_needed;
+    }
+  }
+  return d;
+}
+
+void StasisModel::resume_after_slowdown(double progress_at) {
+  // A run that verification saw end was healthy stillness: the model-free rule now knows it.
+  if (!held_.empty() && progress_at > held_onset_ && progress_at < std::numeric_limits<double>::infinity()) {
+    longest_still_run_ = std::max(longest_still_run_, std::min(progress_at, held_.back().t) - held_onset_);
+  }
+  auto kept = std::find_if(held_.begin(), held_.end(), [&](const Pair& p) { return p.t > progress_at; });
+  // The job moved at progress_at: what was still after it is a run that starts there.
+  if (kept != held_.begin()) held_.erase(held_.begin(), kept);
+  if (!held_.empty()) held_onset_ = std::max(held_onset_, progress_at);
+}
+
+}  // namespace parastack::stats
