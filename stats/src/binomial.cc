@@ -64,7 +64,7 @@ double binomial_upper_bound(std::uint64_t successes, std::uint64_t trials, doubl
   if (successes == 0) return -std::expm1(std::log(beta) / n);  // 1 - beta^(1/n), exactly
   // The CDF falls as p grows: bisect for P(X <= successes | p) = beta.
   double lo = static_cast<double>(successes) / n, hi = 1;
-  for (int i = 0; i < 100 && hi - lo > 1e-12; ++i) {
+  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
     const double mid = (lo + hi) / 2;
     (binomial_cdf(successes, trials, mid) > beta ? lo : hi) = mid;
   }

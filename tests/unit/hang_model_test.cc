@@ -261,5 +261,34 @@ TEST(HangModel, PerJobBudgetRemovesTheFalseAlarmsOfThePerTestRule) {
   EXPECT_EQ(alarms_on_healthy_stream(AlarmBudget::PerJob, SuspicionBound::Exact), 0);
 }
 
+// The evidence must come from the data, not from waiting: a trace of S alone (the old format, no
+// call paths), one observation every 4 s, where a healthy suspicion (S = 0 of 10 ranks, each out
+// of MPI half the time) has probability 1/1024 < 1e-3, confirms a hang within 35 s of its onset.
+TEST(HangModel, AnOldTraceOfSAloneConfirmsAHangWithin35SecondsAt4SecondsPerObservation) {
+  ModelConfig config;
+  config.initial_interval = 4;
+  config.max_interval = 4;
+  HangModel model{config};
+  std::mt19937_64 rng(2026);
+  std::binomial_distribution<int> healthy(10, 0.5);
+  double t = 0;
+  std::uint64_t i = 0;
+  for (; t < 2 * 3600; ++i) {
+    t += 4;
+    const auto d = model.observe({t, static_cast<int>((i / 30) % 2), healthy(rng), 10});
+    ASSERT_NE(d.verdict, Verdict::Hang) << "a false alarm at t=" << t;
+  }
+  ASSERT_TRUE(model.ready());
+  const double onset = t;
+  Decision d;
+  do {
+    t += 4;
+    d = model.observe({t, static_cast<int>((i++ / 30) % 2), 0, 10});
+  } while (d.verdict != Verdict::Hang && t < onset + 600);
+  EXPECT_EQ(d.verdict, Verdict::Hang);
+  EXPECT_EQ(d.evidence, Evidence::Fraction);
+  EXPECT_LE(t - onset, 35);
+}
+
 }  // namespace
 }  // namespace parastack::stats

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "parastack/stats/binomial.h"
 #include "parastack/stats/empirical_distribution.h"
 
 namespace parastack::stats {
@@ -128,6 +129,25 @@ TEST(EmpiricalDistribution, CdfWindowAndThinning) {
   EXPECT_DOUBLE_EQ(d.cdf(0.3), 0.5);
   ASSERT_EQ(d.cumulative().size(), 2u);
   EXPECT_EQ(d.cumulative()[1].second, 2u);
+}
+
+// The exact bound instead of p + e: every value's q is the Clopper-Pearson bound of its count.
+TEST(SuspicionThreshold, ExactThresholdsBoundEachValuesProbability) {
+  EmpiricalDistribution samples;
+  for (int i = 0; i < 200; ++i) samples.add(i % 10 == 0 ? 0.0 : i % 10 < 4 ? 0.1 : 0.5);
+  const auto thresholds = exact_thresholds(samples, 1e-4);
+  ASSERT_EQ(thresholds.size(), 2u);  // 0 and 0.1; 0.5 has F = 1, q = 1
+  EXPECT_DOUBLE_EQ(thresholds[0].value, 0.0);
+  EXPECT_DOUBLE_EQ(thresholds[0].p_hat, 0.1);
+  EXPECT_DOUBLE_EQ(thresholds[0].q, binomial_upper_bound(20, 200, 1e-4));
+  EXPECT_DOUBLE_EQ(thresholds[1].q, binomial_upper_bound(80, 200, 1e-4));
+  // Much tighter than the ladder's p + e at this count when nothing was suspicious.
+  EmpiricalDistribution quiet;
+  for (int i = 0; i < 2000; ++i) quiet.add(i == 0 ? 0.0 : 0.5);
+  EXPECT_LT(exact_thresholds(quiet, 1e-4).front().q, 0.01);
+  // The ladder cannot even use that value: p = 1/2000 needs 5/p = 10,000 samples.
+  const auto ladder = every_value_thresholds(quiet);
+  EXPECT_TRUE(ladder.empty() || ladder.front().q >= 0.05);
 }
 
 }  // namespace

@@ -16,6 +16,28 @@ TEST(Trace, RoundTrip) {
   EXPECT_EQ(back.n, 10);
 }
 
+TEST(Trace, StasisEvidenceRoundTripsAndOldTracesStillParse) {
+  const Observation o{3.25, 0, 1, 4, 0xfedcba9876543210ULL, true};
+  const auto line = format_trace_line(o);
+  EXPECT_NE(line.find(R"("path":"fedcba9876543210")"), std::string::npos) << line;
+  const auto back = std::get<Observation>(parse_trace_line(line));
+  EXPECT_EQ(back.path, 0xfedcba9876543210ULL);
+  EXPECT_TRUE(back.polling);
+  // A line of the old format: no stasis evidence.
+  const auto old = std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10})"));
+  EXPECT_EQ(old.path, 0u);
+  EXPECT_FALSE(old.polling);
+  EXPECT_EQ(format_trace_line(old).find("path"), std::string::npos);
+}
+
+TEST(Trace, ABadPathIsRefused) {
+  EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":12})")));
+  EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":"xyz"})")));
+  EXPECT_TRUE(std::holds_alternative<TraceError>(
+      parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":"11112222333344445"})")));
+  EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"polling":1})")));
+}
+
 TEST(Trace, ExtraFieldsAreIgnored) {
   const auto parsed = parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"ranks":[4,8],"note":"x"})");
   ASSERT_TRUE(std::holds_alternative<Observation>(parsed));

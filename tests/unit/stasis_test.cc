@@ -1,0 +1,183 @@
+// The stasis tests (stats/stasis.h) against exact probabilities and on synthetic streams.
+#include "parastack/stats/stasis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "parastack/stats/hang_model.h"
+
+namespace parastack::stats {
+namespace {
+
+constexpr double kBeta = 1e-4;
+
+// Observations of a set of 4 ranks, all in MPI (few outside), at one place each time.
+struct Stream {
+  StasisModel model;
+  double t = 0;
+  explicit Stream(StasisConfig config = {}) : model(config, kBeta) {}
+  StasisDecision feed(std::uint64_t path, double alpha = 1e-9, int n_out = 0, bool polling = false) {
+    t += 0.1;
+    Observation o{t, 0, n_out, 4, path, polling};
+    return model.observe(o, alpha);
+  }
+};
+
+// Places drawn independently: place 1 with probability 0.6, places 2 and 3 with 0.2 each.
+std::uint64_t draw(std::mt19937_64& rng) {
+  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+  return u < 0.6 ? 1 : u < 0.8 ? 2 : 3;
+}
+
+TEST(Stasis, TheBoundOfARunAtAPlaceCoversItsExactProbability) {
+  // Exactly, for independent places, a run of L still observations at place v (from a given
+  // observation on) has probability p_v^(L+1); the model's bound for it is c+ s_v+^(L-1).
+  Stream s;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 4000; ++i) s.feed(draw(rng));
+  const double p_sticky = 0.6, c = 0.6 * 0.6 + 2 * 0.2 * 0.2;
+  s.feed(5);  // leave the places, then stay at the sticky one
+  s.feed(1);
+  StasisDecision d;
+  for (int length = 1; length <= 30; ++length) {
+    d = s.feed(1);
+    ASSERT_TRUE(d.still);
+    ASSERT_EQ(d.streak, length);
+    EXPECT_GE(d.streak_bound, std::pow(p_sticky, length + 1)) << "run of " << length;
+  }
+  EXPECT_GE(d.first_bound, c);
+  EXPECT_GE(d.continue_bound, p_sticky);
+  // Why a single pooled continuation would be wrong: s = sum p^3 / sum p^2 < 0.6, and c s^(L-1)
+  // falls below the exact probability of a run at the sticky place.
+  const double pooled = (0.216 + 2 * 0.008) / c;
+  EXPECT_LT(c * std::pow(pooled, 29), std::pow(p_sticky, 31));
+}
+
+TEST(Stasis, ALongHealthyStreamNeverFires) {
+  Stream s;
+  std::mt19937_64 rng(11);
+  int fired = 0, early = 0;
+  for (int i = 0; i < 200'000; ++i) {  // about 5.5 hours at 0.1 s
+    const auto d = s.feed(draw(rng));
+    fired += d.fired ? 1 : 0;
+    early += d.early_fired ? 1 : 0;
+  }
+  EXPECT_EQ(fired, 0);
+  EXPECT_EQ(early, 0);
+}
+
+TEST(Stasis, ARunAtAPlaceNeverSeenInHealthFiresWithinAFewObservations) {
+  Stream s;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) s.feed(draw(rng));
+  int length = 0;
+  StasisDecision d;
+  s.feed(42);
+  do {
+    d = s.feed(42);
+    ++length;
+  } while (!d.fired && length < 1000);
+  EXPECT_TRUE(d.fired);
+  EXPECT_LE(d.streak_bound, 1e-9);
+  EXPECT_LE(length, 60);
+}
+
+TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {
+  Stream s;
+  s.feed(9);
+  EXPECT_TRUE(s.feed(9).still);
+  EXPECT_FALSE(s.feed(0).known);        // unknown: no evidence, the run ends
+  EXPECT_FALSE(s.feed(9).still);        // the pair (unknown, 9) is not known
+  EXPECT_FALSE(s.feed(9, 1e-9, 2).still);  // 2 of 4 outside MPI: not the picture of a hang
+}
+
+// The model-free rule: no model needed, so a hang in the first seconds is found.
+TEST(Stasis, TheModelFreeRuleFiresAfterItsMinimumOnAJobThatHasMoved) {
+  StasisConfig config;
+  Stream s(config);
+  for (int i = 0; i < 30; ++i) s.feed(1 + i % 3);  // 3 s of movement
+  StasisDecision d = s.feed(7);
+  const double stopped = s.t;  // first seen at the place it stays at
+  do d = s.feed(7);
+  while (!d.early_fired && s.t < 100);
+  EXPECT_TRUE(d.early_applies);
+  EXPECT_NEAR(s.t - stopped, config.early_min_seconds, 0.15);  // max(5 s, 3 s / 8)
+}
+
+TEST(Stasis, TheModelFreeRuleWaitsLongerInAnOlderJob) {
+  Stream s;
+  for (int i = 0; i < 4000; ++i) s.feed(1 + i % 3);  // 400 s of movement
+  StasisDecision d = s.feed(7, 0);  // alpha 0: only the model-free rule can fire
+  const double stopped = s.t;
+  do d = s.feed(7, 0);
+  while (!d.early_fired && s.t < 1000);
+  EXPECT_NEAR(s.t - stopped, 400 * 0.125, 0.2);
+}
+
+TEST(Stasis, TheModelFreeRuleDoesNotApplyToAJobThatNeverMoved) {
+  // One MPI call site around a tiny computation: always the same path. Nothing to go on.
+  Stream s;
+  StasisDecision d;
+  for (int i = 0; i < 2000; ++i) d = s.feed(7, 0);
+  EXPECT_FALSE(d.early_applies);
+  EXPECT_FALSE(d.early_fired);
+}
+
+TEST(Stasis, TheModelFreeRuleLearnsTheLongestStillRunThatEnded) {
+  Stream s;
+  for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);
+  for (int i = 0; i < 30; ++i) s.feed(8);  // a 3 s standstill that ended by itself: healthy
+  for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);
+  StasisDecision d;
+  const double stopped = s.t;
+  do d = s.feed(7, 0);
+  while (!d.early_fired && s.t < 1000);
+  EXPECT_GE(s.t - stopped, 3 * 2.9);  // three times the run it has seen end
+}
+
+TEST(Stasis, PollingRunsAreLeftToTheModel) {
+  Stream s;
+  for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);
+  StasisDecision d;
+  for (int i = 0; i < 200; ++i) d = s.feed(7, 0, 0, /*polling=*/true);
+  EXPECT_EQ(d.early_streak, 0);
+  EXPECT_FALSE(d.early_fired);
+}
+
+TEST(Stasis, AfterASlowdownOnlyTheRunAfterTheMovementCounts) {
+  Stream s;
+  for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);
+  for (int i = 0; i < 20; ++i) s.feed(7, 0);
+  const double moved = s.t - 0.55;  // verification saw a rank move here
+  s.model.resume_after_slowdown(moved);
+  const auto d = s.feed(7, 0);
+  EXPECT_EQ(d.streak, 7);  // the 6 observations after the movement, and this one
+  EXPECT_NEAR(d.streak_onset, moved, 1e-9);
+}
+
+// The whole model: a deadlock 3 s into a job is found before any S model exists.
+TEST(Stasis, AHangInTheFirstSecondsIsFoundWithoutAModel) {
+  HangModel model{ModelConfig{}};
+  double t = 0;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 30; ++i) {
+    t += 0.1;
+    model.observe({t, 0, static_cast<int>(rng() % 3), 4, 1 + rng() % 5, false});
+  }
+  Decision d;
+  const double onset = t;
+  do {
+    t += 0.1;
+    d = model.observe({t, 0, 0, 4, 99, false});
+  } while (d.verdict != Verdict::Hang && t < 60);
+  EXPECT_EQ(d.verdict, Verdict::Hang);
+  EXPECT_EQ(d.evidence, Evidence::EarlyStasis);
+  EXPECT_FALSE(model.ready());
+  EXPECT_LT(t - onset, 6);
+}
+
+}  // namespace
+}  // namespace parastack::stats
