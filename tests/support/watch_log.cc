@@ -8,13 +8,18 @@
 namespace parastack::testing {
 
 bool models_hold(const std::string& log, int samples) {
+  // How many sets the watchdog samples (small jobs are one set of every rank), from its own line.
+  static const std::regex sets_line(R"(sampling (\d+) set\(s\) of)");
+  std::smatch sets_match;
+  if (!std::regex_search(log, sets_match, sets_line)) return false;
+  const auto sets = static_cast<std::size_t>(std::stoi(sets_match[1]));
   static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
   std::set<std::string> ready;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
        ++it) {
     if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
   }
-  return ready.size() == 2;
+  return ready.size() == sets;
 }
 
 void await_models(const std::function<std::string()>& log, const std::function<bool()>& running,

@@ -8,7 +8,7 @@
 
 namespace parastack::testing {
 
-// Whether both sets' models hold at least `samples` samples, from the debug log's decision lines
+// Whether every sampled set's model holds at least `samples` samples, from the debug log's decision lines
 // ("set=N S=... model_samples=K").
 bool models_hold(const std::string& log, int samples);
 
