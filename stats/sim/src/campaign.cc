@@ -234,6 +234,7 @@ std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
       }
     }
     if (o.detected) {
+      s.all_delays.push_back(o.delay);
       s.type_correct += o.type_correct ? 1 : 0;
       if (o.fault == FaultKind::Computation) {
         ++s.computation_detected;
@@ -269,6 +270,7 @@ void ShapeSummary::merge(const ShapeSummary& o) {
   faulty_found += o.faulty_found;
   precision_sum += o.precision_sum;
   delays.insert(delays.end(), o.delays.begin(), o.delays.end());
+  all_delays.insert(all_delays.end(), o.all_delays.begin(), o.all_delays.end());
   ready_times.insert(ready_times.end(), o.ready_times.begin(), o.ready_times.end());
 }
 
@@ -276,21 +278,22 @@ namespace {
 
 std::string format_row(const ShapeSummary& r, bool is_total) {
   const double nan = std::nan("");
-  const double accuracy =
+  const double accuracy = r.hangs ? 100.0 * r.detected / r.hangs : nan;
+  const double accuracy_after =
       r.hangs_after_ready ? 100.0 * r.detected_after_ready / r.hangs_after_ready : nan;
   const double ac_f =
       r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : nan;
   const double pr_f = r.computation_detected ? r.precision_sum / r.computation_detected : nan;
   char line[512];
   std::snprintf(line, sizeof line,
-                "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %d "
+                "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %.2f%% | %d "
                 "| %.0f | %d/%d | %.3f | %.3f |\n",
                 r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours,
                 r.healthy_alarms, r.healthy_rejected, r.false_alarms,
                 1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
-                r.hangs_after_ready, r.detected_after_ready, accuracy, percentile(r.delays, 0.5),
-                percentile(r.delays, 0.95), r.hang_rejected, percentile(r.ready_times, 0.5),
-                r.type_correct, r.detected, ac_f, pr_f);
+                r.hangs - r.hangs_after_ready, r.detected, accuracy, percentile(r.all_delays, 0.5),
+                percentile(r.all_delays, 0.95), accuracy_after, r.hang_rejected,
+                percentile(r.ready_times, 0.5), r.type_correct, r.detected, ac_f, pr_f);
   return line;
 }
 
@@ -299,9 +302,9 @@ std::string format_row(const ShapeSummary& r, bool is_total) {
 std::string format_summary_table(const std::vector<ShapeSummary>& summaries) {
   std::string out =
       "| workload | ranks | healthy job-h | model alarms | of which slowdowns | false alarms | per 1000 "
-      "h | hangs | after model | detected | accuracy | delay p50 s | delay p95 s | hang alarms "
-      "judged slowdown | model built p50 s | hang type ok | AC_f | PR_f |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "h | hangs | before S model | detected | accuracy | delay p50 s | delay p95 s | accuracy after S "
+      "model | hang alarms judged slowdown | S model built p50 s | hang type ok | AC_f | PR_f |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   ShapeSummary total;
   total.name = "**all**";
   for (const auto& s : summaries) {

@@ -66,6 +66,7 @@ struct ShapeSummary {
   double precision_sum = 0;
   int type_correct = 0;
   std::vector<double> delays;         // detected hangs after model building
+  std::vector<double> all_delays;     // every detected hang
   std::vector<double> ready_times;
 
   void merge(const ShapeSummary& other);  // adds other's counts and samples (for a total row)
