@@ -109,6 +109,9 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
   d.first_bound = first_bound_;
   d.continue_bound = continue_bound_;
   d.pairs = first_trials_;
+  d.early_applies = first_trials_ >= config_.early_min_pairs &&
+                    static_cast<double>(first_hits_) <=
+                        config_.early_max_still_share * static_cast<double>(first_trials_);
   d.streak = static_cast<int>(held_.size());
   d.streak_onset = held_onset_;
   if (d.streak > 0) {
@@ -122,9 +125,6 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
       d.early_onset = polling == held_.rend() ? held_onset_ : polling->t;
       d.early_needed = std::max({config_.early_min_seconds, config_.early_age_fraction * d.early_onset,
                                  config_.early_run_factor * longest_still_run_});
-      d.early_applies = first_trials_ >= config_.early_min_pairs &&
-                        static_cast<double>(first_hits_) <=
-                            config_.early_max_still_share * static_cast<double>(first_trials_);
       d.early_fired = config_.enabled && d.early_applies &&
                       d.early_streak >= config_.early_min_observations &&
                       o.t - d.early_onset >= d.early_needed;

@@ -193,6 +193,9 @@ TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {
   EXPECT_EQ(report["exit_status"], 0);
   EXPECT_EQ(report["action_taken"], "none");
   EXPECT_GT(report["model"]["observations"].get<int>(), 60);  // it was watched, not ignored
+  const auto& coverage = report["coverage"];
+  EXPECT_TRUE(!coverage["stasis_since"].is_null() || !coverage["model_since"].is_null())
+      << "no test could ever have fired: " << coverage.dump();
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << "the job's own output is missing";
 }
 
@@ -338,6 +341,9 @@ TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
   EXPECT_EQ(report["faulty_ranks"], json::array());
   EXPECT_EQ(report["model"].value("alarms", -1), 0) << report["model"].dump();
   EXPECT_GT(report["model"]["observations"].get<int>(), 60);  // it was watched, not ignored
+  const auto& coverage = report["coverage"];
+  EXPECT_TRUE(!coverage["stasis_since"].is_null() || !coverage["model_since"].is_null())
+      << "no test could ever have fired: " << coverage.dump();
   // And the log announces neither a hang nor an alarm.
   std::istringstream log(run.log());
   std::string text;

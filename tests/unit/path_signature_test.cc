@@ -115,5 +115,22 @@ TEST(PathSignature, StartupAndShutdownAreNotStasis) {
   EXPECT_NE(signature(frames, "MPI_Initialized"), 0u);
 }
 
+TEST(PathSignature, ACRuntimeCallInsideAComputingLoopIsTheLoopsPlace) {
+  // A spin loop calling fmax (libm): seen in fmax, or in the loop between calls, it is one place.
+  constexpr std::uint64_t kLibm = 0x7f0000100000;
+  const auto runtime = [](std::uint64_t address) { return address >= kLibm && address < kLibm + 0x1000; };
+  const auto in_loop = path_signature(std::vector<std::uint64_t>{kSolve.start + 0x40, kMainCallsSolve, kLibcCallsMain},
+                                      true, {RankState::OutMpi, std::nullopt}, "", start_of, runtime);
+  const auto in_fmax = path_signature(
+      std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain}, true,
+      {RankState::OutMpi, std::nullopt}, "", start_of, runtime);
+  EXPECT_NE(in_loop, 0u);
+  EXPECT_EQ(in_loop, in_fmax);
+  // Without the predicate the call is a place of its own, as before.
+  EXPECT_NE(in_fmax, path_signature(std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve,
+                                                               kLibcCallsMain},
+                                    true, {RankState::OutMpi, std::nullopt}, "", start_of));
+}
+
 }  // namespace
 }  // namespace parastack::sampler

@@ -44,7 +44,7 @@ bool is_startup_or_shutdown(std::string_view mpi_function) {
 
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
                              const Classification& classification, std::string_view mpi_function,
-                             const FunctionIdentity& function_of) {
+                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime) {
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
@@ -52,6 +52,12 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
     case stats::RankState::OutMpi:
       // A partial stack of a computing rank could be the same partial stack of different paths.
       if (!complete) return 0;
+      if (in_runtime) {
+        while (innermost + 1 < frames.size() &&
+               in_runtime(innermost == 0 ? frames[0] : frames[innermost] - 1)) {
+          ++innermost;
+        }
+      }
       break;
     case stats::RankState::InMpi:
       if (!classification.entry_frame || is_startup_or_shutdown(mpi_function)) return 0;

@@ -24,15 +24,21 @@ namespace parastack::sampler {
 // The identity of the function containing a code address (a return address already moved back
 // into its call instruction), e.g. where its symbol starts; nullopt when unknown.
 using FunctionIdentity = std::function<std::optional<std::uint64_t>(std::uint64_t address)>;
+// Whether a code address (looked up as for FunctionIdentity) is in the C runtime (libc, libm...).
+using RuntimeCode = std::function<bool(std::uint64_t address)>;
 
 // frames[0] is the innermost (the stopped pc), the others return addresses, as for
 // classify_by_address; `classification` is theirs, and `mpi_function` names the MPI call (entry
 // frame) when IN_MPI. `function_of` is asked about one address only: the innermost application
 // frame's. 0 means unknown: Unknown state, an incomplete unwind of an OUT_MPI rank, no
 // application frame, an unknown function, or a rank in MPI start-up or shut-down. Never 0 otherwise.
+//
+// A computing rank's innermost frames in the C runtime are left out when `in_runtime` is given: a
+// loop calling fmax or memcpy, or a rank asleep in nanosleep, is at the place in its own code that
+// called them, whether a sample finds it in the call or between calls.
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
                              const Classification& classification, std::string_view mpi_function,
-                             const FunctionIdentity& function_of);
+                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime = {});
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

@@ -140,4 +140,16 @@ std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address)
   return *start + symbols->load_bias(m->start, m->offset);
 }
 
+bool ProcessImage::in_c_runtime(std::uint64_t address) const {
+  const os::Mapping* m = mapping_at(address);
+  if (!m) return false;
+  const std::string_view path = m->path;
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  for (std::string_view runtime : {"libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt",
+                                   "libgcc_s", "ld-linux"}) {
+    if (name.starts_with(runtime)) return true;
+  }
+  return false;
+}
+
 }  // namespace parastack::sampler

@@ -41,6 +41,10 @@ class ProcessImage {
   // for the call-path signature, at the cost of a binary search (no name copied, nothing
   // demangled). nullopt when no symbol contains the address (a stripped file, the vdso).
   std::optional<std::uint64_t> function_start(std::uint64_t address);
+  // Whether a code address lies in the C runtime (libc, libm, libpthread, libdl, librt, libgcc_s,
+  // the dynamic loader): code an application calls from its loops (fmax, memcpy, nanosleep), not
+  // a place of its own.
+  bool in_c_runtime(std::uint64_t address) const;
   // The kernel's [vdso]: code in no file, so libunwind finds no unwind tables for it.
   const CodeRange& vdso() const { return vdso_; }
 
