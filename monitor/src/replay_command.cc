@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -112,9 +113,7 @@ int run_replay(const ReplayOptions& options) {
               << std::strerror(errno) << "\n";
     return kExitUsage;
   }
-  stats::HangModel model(options.model);
-  std::optional<stats::Decision> alarm;
-  std::uint64_t observations = 0;
+  std::vector<stats::Observation> trace;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -124,7 +123,19 @@ int run_replay(const ReplayOptions& options) {
                 << error->message << "\n";
       return kExitUsage;
     }
-    const auto decision = model.observe(std::get<stats::Observation>(parsed));
+    trace.push_back(std::get<stats::Observation>(parsed));
+  }
+  // The trace says how many sets were sampled (a small job is one set of every rank), whatever
+  // --sets says: the model needs every set to have one before it counts as built.
+  auto config = options.model;
+  int sets = 1;
+  for (const auto& o : trace) sets = std::max(sets, o.set + 1);
+  if (sets <= 16) config.sets = sets;
+  stats::HangModel model(config);
+  std::optional<stats::Decision> alarm;
+  std::uint64_t observations = 0;
+  for (const auto& observation : trace) {
+    const auto decision = model.observe(observation);
     ++observations;
     if (!options.quiet) {
       if (options.json) {
