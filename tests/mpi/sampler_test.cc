@@ -319,7 +319,13 @@ TEST(Sampler, JobControlStoppedProcessStaysStopped) {
   StackSampler sampler;
   const auto s = sampler.sample(pid);
   EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
-  EXPECT_EQ(os::read_stat(pid)->state, 'T');  // still stopped, as its owner left it
+  // Still stopped, as its owner left it. Detaching kicks a tracee whose group stop is in effect
+  // awake so that it re-enters that stop (the kernel's __ptrace_unlink); /proc can show 'R' for
+  // that moment, longer on a loaded machine, without a single user instruction running. So: it
+  // settles back into 'T', and it does not run (a resumed spinner would burn CPU at once).
+  for (int i = 0; i < 1000 && os::read_stat(pid)->state != 'T'; ++i) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(os::read_stat(pid)->state, 'T');
+  EXPECT_FALSE(makes_progress(pid, 1s)) << "the stopped process ran after the sample";
   ASSERT_EQ(::kill(pid.value, SIGCONT), 0);
   EXPECT_TRUE(makes_progress(pid));
 }
