@@ -66,7 +66,7 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
   switch (d.evidence) {
     case stats::Evidence::EarlyStasis:
       std::snprintf(text, sizeof text,
-                    "set %d: no sampled rank moved for %.3f s (%d observations, none polling); the "
+                    "set %d: no sampled rank moved for %.3f s (%d observations; busy-waiting ranks left aside); the "
                     "model-free stasis rule needs %.3f s",
                     d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed);
       break;

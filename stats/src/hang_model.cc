@@ -44,6 +44,7 @@ double Decision::onset() const {
   double onset = observation.t;
   if (streak > 0) onset = std::min(onset, streak_onset);
   if (stasis.streak > 0) onset = std::min(onset, stasis.streak_onset);
+  if (stasis.early_streak > 0) onset = std::min(onset, stasis.early_onset);
   return onset;
 }
 

@@ -93,13 +93,12 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     commit_held();
     previous_still_.reset();
   } else {
-    const Pair pair{o.t, d.still, o.polling, previous_still_, previous_path_before};
+    const Pair pair{o.t, d.still, previous_still_, previous_path_before};
     previous_still_ = d.still;
     if (d.still) {
       if (held_.empty()) held_onset_ = stopped_at;
       held_.push_back(pair);
     } else {
-      if (!held_.empty()) longest_still_run_ = std::max(longest_still_run_, o.t - held_onset_);
       commit_held();
       commit(pair);
     }
@@ -118,30 +117,67 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     d.continue_bound = place_bound(o.path);
     d.streak_bound = first_bound_ * std::pow(d.continue_bound, d.streak - 1);
     d.fired = config_.enabled && d.streak_bound <= test_alpha;
-    // The model-free rule: the tail of the run in which nobody polls.
-    auto polling = std::find_if(held_.rbegin(), held_.rend(), [](const Pair& p) { return p.polling; });
-    d.early_streak = static_cast<int>(polling - held_.rbegin());
-    if (d.early_streak > 0) {
-      d.early_onset = polling == held_.rend() ? held_onset_ : polling->t;
-      d.early_needed = std::max({config_.early_min_seconds, config_.early_age_fraction * d.early_onset,
-                                 config_.early_run_factor * longest_still_run_});
-      d.early_fired = config_.enabled && d.early_applies &&
-                      d.early_streak >= config_.early_min_observations &&
-                      o.t - d.early_onset >= d.early_needed;
-    }
   }
+  observe_active(o, d);
   return d;
 }
 
 void StasisModel::resume_after_slowdown(double progress_at) {
-  // A run that verification saw end was healthy stillness: the model-free rule now knows it.
-  if (!held_.empty() && progress_at > held_onset_ && progress_at < std::numeric_limits<double>::infinity()) {
-    longest_still_run_ = std::max(longest_still_run_, std::min(progress_at, held_.back().t) - held_onset_);
-  }
   auto kept = std::find_if(held_.begin(), held_.end(), [&](const Pair& p) { return p.t > progress_at; });
   // The job moved at progress_at: what was still after it is a run that starts there.
   if (kept != held_.begin()) held_.erase(held_.begin(), kept);
   if (!held_.empty()) held_onset_ = std::max(held_onset_, progress_at);
+
+  // A run that verification saw end was healthy stillness: the model-free rule now knows it.
+  if (!active_run_.empty() && progress_at > active_onset_ && progress_at < std::numeric_limits<double>::infinity()) {
+    longest_active_run_ = std::max(longest_active_run_, std::min(progress_at, active_run_.back()) - active_onset_);
+  }
+  std::erase_if(active_run_, [&](double t) { return t <= progress_at; });
+  if (!active_run_.empty()) active_onset_ = std::max(active_onset_, progress_at);
+}
+
+void StasisModel::add_link(bool still) {
+  links_.push_back(still);
+  still_links_ += still ? 1 : 0;
+  if (config_.window != 0 && links_.size() > config_.window) {
+    still_links_ -= links_.front() ? 1 : 0;
+    links_.pop_front();
+  }
+}
+
+void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
+  // The model-free rule watches the active ranks (set_signature.h): in a code that busy-waits, the
+  // waiting ranks hop between the polling calls of their loops, hung or not, and say nothing.
+  const bool active = has_active_rank(o);
+  const bool still = active && o.active_path == previous_active_ && few_active_outside(o);
+  if (still) {
+    if (active_run_.empty()) active_onset_ = previous_active_t_;
+    active_run_.push_back(o.t);
+  } else {
+    // The run ended by itself: healthy stillness, learned by the guard and the longest-run term.
+    if (!active_run_.empty()) longest_active_run_ = std::max(longest_active_run_, o.t - active_onset_);
+    for (std::size_t i = 0; i < active_run_.size(); ++i) add_link(true);
+    known_observations_ += active_run_.size();
+    active_run_.clear();
+    known_observations_ += o.active_path != 0 ? 1 : 0;
+    // A link joins two observations with active ranks, however many others lie between: in a code
+    // that mostly polls, few observations have an active rank, and a change across a gap is movement.
+    if (active && last_active_ != 0) add_link(false);
+  }
+  if (active) last_active_ = o.active_path;
+  previous_active_ = o.active_path;
+  previous_active_t_ = o.t;
+
+  d.early_applies = known_observations_ >= config_.early_min_pairs &&
+                    static_cast<double>(still_links_) <= config_.early_max_still_share * static_cast<double>(links_.size());
+  d.early_streak = static_cast<int>(active_run_.size());
+  if (d.early_streak > 0) {
+    d.early_onset = active_onset_;
+    d.early_needed = std::max({config_.early_min_seconds, config_.early_age_fraction * d.early_onset,
+                               config_.early_run_factor * longest_active_run_});
+    d.early_fired = config_.enabled && d.early_applies && d.early_streak >= config_.early_min_observations &&
+                    o.t - d.early_onset >= d.early_needed;
+  }
 }
 
 }  // namespace parastack::stats

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 namespace parastack::stats {
@@ -55,18 +56,35 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
   }
   if (observation.set < 0) return TraceError{"\"set\" must not be negative"};
   // Stasis evidence, optional: traces written before it existed replay without it.
-  if (auto path = json.find("path"); path != json.end()) {
-    if (!path->is_string()) return TraceError{"\"path\" must be a hexadecimal string"};
-    const auto& text = path->get_ref<const std::string&>();
-    if (text.empty() || text.size() > 16 ||
-        text.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
-      return TraceError{"\"path\" must be a hexadecimal string"};
+  auto read_hex = [&json](const char* name, std::uint64_t& out) -> std::optional<TraceError> {
+    auto it = json.find(name);
+    if (it == json.end()) return std::nullopt;
+    const std::string message = std::string("\"") + name + "\" must be a hexadecimal string";
+    if (!it->is_string()) return TraceError{message};
+    const auto& text = it->get_ref<const std::string&>();
+    if (text.empty() || text.size() > 16 || text.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return TraceError{message};
     }
-    observation.path = std::stoull(text, nullptr, 16);
-  }
+    out = std::stoull(text, nullptr, 16);
+    return std::nullopt;
+  };
+  if (auto bad = read_hex("path", observation.path)) return *bad;
   if (auto polling = json.find("polling"); polling != json.end()) {
     if (!polling->is_boolean()) return TraceError{"\"polling\" must be true or false"};
     observation.polling = polling->get<bool>();
+  }
+  if (json.contains("active")) {
+    if (auto bad = read_hex("active", observation.active_path)) return *bad;
+    if (json.contains("active_out") && !read_field(json, "active_out", observation.active_out, error)) {
+      return TraceError{error};
+    }
+    if (observation.active_out < 0 || observation.active_out > observation.n_out) {
+      return TraceError{"needs 0 <= active_out <= n_out"};
+    }
+  } else if (!observation.polling) {
+    // A trace from before active signatures: with nobody polling, every known rank was active.
+    observation.active_path = observation.path;
+    observation.active_out = observation.path != 0 ? observation.n_out : 0;
   }
   return observation;
 }
@@ -79,6 +97,13 @@ std::string format_trace_line(const Observation& o) {
     json["path"] = hex;
   }
   if (o.polling) json["polling"] = true;
+  if (o.path != 0 || o.active_path != 0) {
+    // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(o.active_path));
+    json["active"] = hex;
+    if (o.active_out != 0) json["active_out"] = o.active_out;
+  }
   return json.dump();
 }
 

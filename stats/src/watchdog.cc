@@ -27,28 +27,6 @@ ModelConfig with_sets(ModelConfig model, std::size_t sets) {
   return model;
 }
 
-// One observation from a set's snapshots: S, and the set's path signature for stasis. Ranks whose
-// path is unknown are left out of the signature, as they are left out of S when their state is
-// (a rank stopped in the vDSO cannot be unwound by libunwind's ptrace backend); which ranks are
-// known is part of the signature, so a rank that comes and goes never looks still. With fewer
-// than half the set known the signature is 0: too little to call the set still.
-Observation observe_targets(double t, int set, const std::vector<RankSnapshot>& targets) {
-  Observation o{t, set, 0, 0};
-  std::uint64_t path = 0x9e3779b97f4a7c15ULL;
-  std::size_t known = 0;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const auto& s = targets[i];
-    o.n_out += s.state == RankState::OutMpi ? 1 : 0;
-    o.n += s.state != RankState::Unknown ? 1 : 0;
-    o.polling |= s.state == RankState::InMpi && is_polling_function(s.mpi_function);
-    if (s.path == 0) continue;
-    ++known;
-    path = mix64(path ^ mix64(i + 1) ^ s.path);
-  }
-  o.path = 2 * known >= targets.size() && known > 0 ? (path == 0 ? 1 : path) : 0;
-  return o;
-}
-
 std::string describe_progress(const std::vector<int>& targets, const ProgressEvidence& evidence) {
   auto name = [](const RankSnapshot& s) {
     return s.state == RankState::InMpi ? s.mpi_function : std::string(to_string(s.state));
@@ -117,7 +95,7 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
 std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks,
                                                                 int set, double t,
                                                                 std::vector<RankSnapshot> targets) {
-  const Observation observation = observe_targets(t, set, targets);
+  const Observation observation = signatures_.observe(t, set, targets);
   const Decision decision = model_.observe(observation);
   ++observations_;
   if (hooks.on_decision) hooks.on_decision(decision);
@@ -125,7 +103,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   // Keep the targets' snapshots for as long as a streak of the set runs: verification looks at the
   // stacks the sampler took anyway, not only at fresh ones (docs/statistics.md).
   auto& streak = streak_samples_[set];
-  if (decision.streak > 0 || decision.stasis.streak > 0) {
+  if (decision.streak > 0 || decision.stasis.streak > 0 || decision.stasis.early_streak > 0) {
     streak.push_back({observation.t, std::move(targets)});
   } else {
     streak.clear();

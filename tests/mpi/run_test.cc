@@ -316,6 +316,28 @@ TEST(Run, AHangThreeSecondsAfterMpiInitIsFound) {
   EXPECT_FALSE(alive(report["launcher_pid"].get<int>()));
 }
 
+// A rank that spins outside MPI while the others busy-wait for it (MPI_Test and MPI_Iprobe loops,
+// tests/programs/ps_poller.c): the waiting ranks hop between their polling calls, hung or not, so
+// only the one active rank standing still shows the hang (stats/set_signature.h). hpcc's
+// RandomAccess, task farms and PGAS-style codes hang this way.
+TEST(Run, ARankSpinningWhileTheOthersPollIsFound) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_poller"), "600"}, fault("spin", 1, 3)));
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n"
+                                       << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << report["stacks"]["text"].get<std::string>();
+  const auto onset = run.fault_time(1);
+  ASSERT_TRUE(onset.has_value()) << "the fault never fired";
+  const double delay = report["detected_at"].get<double>() - *onset;
+  EXPECT_GT(delay, 0.0);
+  EXPECT_LT(delay, 60.0) << tail(run.log());  // a sanity bound only: bench/watchdog.sh measures
+  std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work
 // between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
 // hung. Watched for three minutes, it must never raise an alarm, not even one that verification

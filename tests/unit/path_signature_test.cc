@@ -132,5 +132,30 @@ TEST(PathSignature, ACRuntimeCallInsideAComputingLoopIsTheLoopsPlace) {
                                     true, {RankState::OutMpi, std::nullopt}, "", start_of));
 }
 
+TEST(PathSignature, APmpiWrapperIsNotAPlace) {
+  // A profiler's (or the fault injector's) MPI_Test around the library's: poll_loop calling it is
+  // the same place as poll_loop calling MPI_Testany directly, as without the wrapper.
+  constexpr CodeRange kWrapper{0x7f0000200000, 0x7f0000200100};
+  const auto wrapper = [&](std::uint64_t address) { return kWrapper.contains(address); };
+  auto sign = [&](const std::vector<std::uint64_t>& frames, std::string_view call) {
+    return path_signature(frames, true, classify_by_address(frames, true, kMpi), call, start_of, {}, wrapper);
+  };
+  const auto direct = sign({kMpiInternals, kMpiEntry, kPollLoop.start + 0x18, kMainCallsPollLoop, kLibcCallsMain},
+                           "MPI_Testany");
+  const auto wrapped = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kPollLoop.start + 0x40,
+                             kMainCallsPollLoop, kLibcCallsMain},
+                            "MPI_Test");
+  EXPECT_NE(direct, 0u);
+  EXPECT_EQ(direct, wrapped);
+  // A blocking call is told apart by the application's call site, not the wrapper's.
+  const auto recv_here = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x20,
+                               kMainCallsSolve, kLibcCallsMain},
+                              "MPI_Recv");
+  const auto recv_there = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x60,
+                                kMainCallsSolve, kLibcCallsMain},
+                               "MPI_Recv");
+  EXPECT_NE(recv_here, recv_there);
+}
+
 }  // namespace
 }  // namespace parastack::sampler

@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
 #include "sampler/elf_symbols.h"
 
 namespace parastack::sampler {
@@ -64,6 +71,36 @@ TEST(ElfSymbols, FindsMpiEntryPointsPreferringTheMpiAlias) {
   ASSERT_TRUE(libc);
   EXPECT_FALSE(libc->defines("MPI_Init"));
   EXPECT_FALSE(ElfSymbols::load("/etc/hostname"));  // not ELF
+}
+
+// Debian's programs are stripped (hpcc): their functions still have identities, from the unwind
+// table, the same starts the symbols would give. A real program, stripped here by binutils.
+TEST(ElfSymbols, AStrippedFileStillKnowsWhereItsFunctionsStart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("parastack-strip-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string stripped = (dir / "ps_nompi").string();
+  const std::string command = "strip -o '" + stripped + "' '" PS_NOMPI_BIN "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string listing = "nm -S --defined-only '" PS_NOMPI_BIN "'";
+  FILE* nm = ::popen(listing.c_str(), "r");
+  ASSERT_NE(nm, nullptr);
+  const auto named = ElfSymbols::load(PS_NOMPI_BIN);
+  const auto bare = ElfSymbols::load(stripped);
+  ASSERT_TRUE(named && bare);
+  int functions = 0;
+  unsigned long long start = 0, size = 0;
+  char type = 0, name[256], line[512];
+  while (std::fgets(line, sizeof line, nm)) {
+    if (std::sscanf(line, "%llx %llx %c %255s", &start, &size, &type, name) != 4) continue;  // no size
+    if ((type != 'T' && type != 't') || size < 2) continue;
+    ++functions;
+    EXPECT_EQ(named->function_start_at(start + size / 2), start) << name;
+    EXPECT_EQ(bare->function_start_at(start + size / 2), start) << name << " (stripped)";
+    EXPECT_FALSE(bare->function_at(start + size / 2).has_value()) << name;  // no name, only an identity
+  }
+  ::pclose(nm);
+  std::filesystem::remove_all(dir);
+  EXPECT_GE(functions, 3);  // main, spin_step, write_ready_file, _start
 }
 
 }  // namespace

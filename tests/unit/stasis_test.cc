@@ -22,6 +22,17 @@ struct Stream {
   StasisDecision feed(std::uint64_t path, double alpha = 1e-9, int n_out = 0, bool polling = false) {
     t += 0.1;
     Observation o{t, 0, n_out, 4, path, polling};
+    if (!polling) {  // nobody busy-waits: every known rank is active
+      o.active_path = path;
+      o.active_out = n_out;
+    }
+    return model.observe(o, alpha);
+  }
+  // A set of 4 whose busy-waiting ranks hop between polling calls (the full path changes every
+  // time) while its active ranks are at `active` (kEveryoneWaiting: none), active_out of them OUT.
+  StasisDecision feed_polling(std::uint64_t active, int active_out = 0, double alpha = 0) {
+    t += 0.1;
+    Observation o{t, 0, active_out, 4, 1000 + static_cast<std::uint64_t>(t * 10) % 2, true, active, active_out};
     return model.observe(o, alpha);
   }
 };
@@ -138,13 +149,43 @@ TEST(Stasis, TheModelFreeRuleLearnsTheLongestStillRunThatEnded) {
   EXPECT_GE(s.t - stopped, 3 * 2.9);  // three times the run it has seen end
 }
 
-TEST(Stasis, PollingRunsAreLeftToTheModel) {
+// Busy-waiting ranks say nothing either way (set_signature.h): a set whose ranks all poll, for
+// ever, is no evidence of a hang, however long it lasts.
+TEST(Stasis, EveryoneBusyWaitingIsNoEvidence) {
   Stream s;
   for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);
   StasisDecision d;
-  for (int i = 0; i < 200; ++i) d = s.feed(7, 0, 0, /*polling=*/true);
+  for (int i = 0; i < 2000; ++i) d = s.feed_polling(kEveryoneWaiting);
   EXPECT_EQ(d.early_streak, 0);
   EXPECT_FALSE(d.early_fired);
+}
+
+// hpcc's RandomAccess: every rank polls all the time; then one rank spins outside MPI for ever
+// while the others poll on (hopping between MPI_Test and MPI_Testany). The active rank standing
+// still is the hang, found after the rule's minimum: the job's known observations (everyone
+// waiting, the odd active rank that moved on) are what it had shown.
+TEST(Stasis, AnActiveRankStandingStillAmongBusyWaitersIsFound) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) {
+    const bool odd_active_rank = i % 10 == 0;
+    s.feed_polling(odd_active_rank ? 100 + static_cast<std::uint64_t>(i) : kEveryoneWaiting, odd_active_rank ? 1 : 0);
+  }
+  StasisDecision d = s.feed_polling(7, 1);
+  const double stopped = s.t;
+  do d = s.feed_polling(7, 1);
+  while (!d.early_fired && s.t < 100);
+  EXPECT_TRUE(d.early_applies);
+  EXPECT_NEAR(s.t - stopped, 5, 0.15);
+}
+
+// ... but only while few of them are outside MPI: busy-waiting ranks do not make a set of
+// computing ranks look like a hang.
+TEST(Stasis, ActiveRanksMostlyOutsideMpiAreNotStill) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) s.feed_polling(kEveryoneWaiting);
+  StasisDecision d;
+  for (int i = 0; i < 2000; ++i) d = s.feed_polling(7, 2);
+  EXPECT_EQ(d.early_streak, 0);
 }
 
 TEST(Stasis, AfterASlowdownOnlyTheRunAfterTheMovementCounts) {
@@ -165,13 +206,15 @@ TEST(Stasis, AHangInTheFirstSecondsIsFoundWithoutAModel) {
   std::mt19937_64 rng(5);
   for (int i = 0; i < 30; ++i) {
     t += 0.1;
-    model.observe({t, 0, static_cast<int>(rng() % 3), 4, 1 + rng() % 5, false});
+    const int n_out = static_cast<int>(rng() % 3);
+    const std::uint64_t path = 1 + rng() % 5;
+    model.observe({t, 0, n_out, 4, path, false, path, n_out});
   }
   Decision d;
   const double onset = t;
   do {
     t += 0.1;
-    d = model.observe({t, 0, 0, 4, 99, false});
+    d = model.observe({t, 0, 0, 4, 99, false, 99, 0});
   } while (d.verdict != Verdict::Hang && t < 60);
   EXPECT_EQ(d.verdict, Verdict::Hang);
   EXPECT_EQ(d.evidence, Evidence::EarlyStasis);

@@ -30,6 +30,29 @@ TEST(Trace, StasisEvidenceRoundTripsAndOldTracesStillParse) {
   EXPECT_EQ(format_trace_line(old).find("path"), std::string::npos);
 }
 
+TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
+  Observation o{3.25, 0, 2, 4, 0x1234, true, kEveryoneWaiting, 0};
+  auto back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_EQ(back.active_path, kEveryoneWaiting);
+  o.active_path = 0xabc;
+  o.active_out = 1;
+  back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_EQ(back.active_path, 0xabcu);
+  EXPECT_EQ(back.active_out, 1);
+  o.active_path = 0;  // too few ranks known: written as 0, not guessed from the path on replay
+  o.active_out = 0;
+  back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_EQ(back.active_path, 0u);
+  // Before active signatures: nobody polling means every known rank was active.
+  back = std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff"})"));
+  EXPECT_EQ(back.active_path, 0xffu);
+  EXPECT_EQ(back.active_out, 1);
+  back = std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","polling":true})"));
+  EXPECT_EQ(back.active_path, 0u);
+  EXPECT_TRUE(std::holds_alternative<TraceError>(
+      parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":2})")));
+}
+
 TEST(Trace, ABadPathIsRefused) {
   EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":12})")));
   EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":"xyz"})")));

@@ -19,12 +19,14 @@ Classification classify_by_address(std::span<const std::uint64_t> frames, bool c
   return result;
 }
 
+bool is_mpi_name(std::string_view name) {
+  return name.starts_with("MPI_") || name.starts_with("PMPI_") || name.starts_with("mpi_") ||
+         name.starts_with("pmpi_");
+}
+
 stats::RankState classify_by_name(std::span<const std::string_view> names, bool complete) {
   for (auto name : names) {
-    if (name.starts_with("MPI_") || name.starts_with("PMPI_") || name.starts_with("mpi_") ||
-        name.starts_with("pmpi_")) {
-      return stats::RankState::InMpi;
-    }
+    if (is_mpi_name(name)) return stats::RankState::InMpi;
   }
   return complete ? stats::RankState::OutMpi : stats::RankState::Unknown;
 }

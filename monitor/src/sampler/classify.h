@@ -36,6 +36,9 @@ Classification classify_by_address(std::span<const std::uint64_t> frames, bool c
                                    std::span<const CodeRange> mpi_code);
 
 // The paper's rule, kept for comparison: names[i] is frame i's function name (may be empty).
+// MPI_x, PMPI_x, mpi_x, pmpi_x: the names MPI entry points (and their Fortran bindings) have.
+bool is_mpi_name(std::string_view name);
+
 stats::RankState classify_by_name(std::span<const std::string_view> names, bool complete);
 
 }  // namespace parastack::sampler

@@ -44,6 +44,30 @@ class MappedFile {
 
 bool mpi_name(std::string_view name) { return name.starts_with("MPI_"); }
 
+// The function starts listed in .eh_frame_hdr's binary search table (found through
+// PT_GNU_EH_FRAME), sorted: every function with unwind information, named or not, so a stripped
+// file's functions still have identities. Only the table layout every x86-64 toolchain writes is
+// read (counts as udata4, entries as datarel sdata4); any other gives nothing.
+std::vector<std::uint64_t> unwind_table_starts(const MappedFile& file, const Elf64_Phdr& eh_frame_hdr) {
+  constexpr unsigned char kUdata4 = 0x03, kSdata4 = 0x0b, kPcrel = 0x10, kDatarelSdata4 = 0x3b;
+  constexpr unsigned char kOmit = 0xff;
+  std::vector<std::uint64_t> starts;
+  const auto* header = file.at<unsigned char>(eh_frame_hdr.p_offset, 4);
+  if (!header || header[0] != 1 || header[2] != kUdata4 || header[3] != kDatarelSdata4) return starts;
+  const unsigned char frame_pointer_format = header[1] & static_cast<unsigned char>(~kPcrel);
+  if (header[1] == kOmit || (frame_pointer_format != kUdata4 && frame_pointer_format != kSdata4)) return starts;
+  const auto* count = file.at<std::uint32_t>(eh_frame_hdr.p_offset + 8);
+  if (!count) return starts;
+  const auto* table = file.at<std::int32_t>(eh_frame_hdr.p_offset + 12, 2 * static_cast<std::uint64_t>(*count));
+  if (!table) return starts;
+  starts.reserve(*count);
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    starts.push_back(eh_frame_hdr.p_vaddr + static_cast<std::uint64_t>(static_cast<std::int64_t>(table[2 * i])));
+  }
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
 }  // namespace
 
 std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
@@ -58,6 +82,7 @@ std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
   if (const auto* phdrs = file.at<Elf64_Phdr>(header->e_phoff, header->e_phnum)) {
     for (int i = 0; i < header->e_phnum; ++i) {
       if (phdrs[i].p_type == PT_LOAD) symbols->loads_.push_back({phdrs[i].p_offset, phdrs[i].p_vaddr});
+      if (phdrs[i].p_type == PT_GNU_EH_FRAME) symbols->unwind_starts_ = unwind_table_starts(file, phdrs[i]);
     }
   }
   const auto* sections = file.at<Elf64_Shdr>(header->e_shoff, header->e_shnum);
@@ -117,7 +142,13 @@ std::optional<std::string_view> ElfSymbols::function_at(std::uint64_t vaddr) con
 
 std::optional<std::uint64_t> ElfSymbols::function_start_at(std::uint64_t vaddr) const {
   if (const Symbol* symbol = symbol_at(vaddr)) return symbol->start;
-  return std::nullopt;
+  // No symbol: the unwind table entry at or below it. Its end is not read, so an address past the
+  // last entry is only believed within kLastEntryReach of it.
+  constexpr std::uint64_t kLastEntryReach = 1 << 20;
+  auto it = std::upper_bound(unwind_starts_.begin(), unwind_starts_.end(), vaddr);
+  if (it == unwind_starts_.begin()) return std::nullopt;
+  if (it == unwind_starts_.end() && vaddr - unwind_starts_.back() >= kLastEntryReach) return std::nullopt;
+  return *std::prev(it);
 }
 
 bool ElfSymbols::defines(std::string_view name) const { return address_of(name).has_value(); }

@@ -20,7 +20,8 @@ class ElfSymbols {
 
   // The function containing the file-relative virtual address, if any.
   std::optional<std::string_view> function_at(std::uint64_t vaddr) const;
-  // Where that function starts (file-relative): its identity, found without copying a name.
+  // Where that function starts (file-relative): its identity, found without copying a name. In a
+  // stripped file, where its unwind table entry (.eh_frame_hdr) starts.
   std::optional<std::uint64_t> function_start_at(std::uint64_t vaddr) const;
   // Whether the file defines (not merely imports) this dynamic symbol.
   bool defines(std::string_view name) const;
@@ -47,6 +48,7 @@ class ElfSymbols {
   std::vector<Symbol> functions_;  // sorted by start; MPI_ names first among equal starts
   std::vector<std::pair<std::string, std::uint64_t>> defined_;  // sorted by name
   std::vector<Segment> loads_;
+  std::vector<std::uint64_t> unwind_starts_;  // sorted, from .eh_frame_hdr
   bool fixed_address_ = false;     // ET_EXEC: addresses are absolute
 };
 

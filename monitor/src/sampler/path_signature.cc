@@ -44,7 +44,8 @@ bool is_startup_or_shutdown(std::string_view mpi_function) {
 
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
                              const Classification& classification, std::string_view mpi_function,
-                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime) {
+                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime,
+                             const RuntimeCode& in_mpi_wrapper) {
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
@@ -62,6 +63,9 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
     case stats::RankState::InMpi:
       if (!classification.entry_frame || is_startup_or_shutdown(mpi_function)) return 0;
       innermost = *classification.entry_frame + 1;
+      if (in_mpi_wrapper) {
+        while (innermost + 1 < frames.size() && in_mpi_wrapper(frames[innermost] - 1)) ++innermost;
+      }
       break;
   }
   if (innermost >= frames.size()) return 0;

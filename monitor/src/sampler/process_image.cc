@@ -140,6 +140,16 @@ std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address)
   return *start + symbols->load_bias(m->start, m->offset);
 }
 
+bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
+  const os::Mapping* m = mapping_at(address);
+  if (!m && refresh_maps()) m = mapping_at(address);
+  if (!m) return false;
+  const auto symbols = symbols_of(m->path);
+  if (!symbols) return false;
+  const auto name = symbols->function_at(symbols->to_vaddr(address, m->start, m->offset));
+  return name && is_mpi_name(*name);
+}
+
 bool ProcessImage::in_c_runtime(std::uint64_t address) const {
   const os::Mapping* m = mapping_at(address);
   if (!m) return false;

@@ -39,12 +39,16 @@ class ProcessImage {
   Frame describe(std::uint64_t address);
   // Where the function containing a code address starts, in this process: a function's identity
   // for the call-path signature, at the cost of a binary search (no name copied, nothing
-  // demangled). nullopt when no symbol contains the address (a stripped file, the vdso).
+  // demangled). In a stripped file, the start of the unwind table entry (.eh_frame_hdr) holding
+  // it. nullopt when neither knows the address (the vdso).
   std::optional<std::uint64_t> function_start(std::uint64_t address);
   // Whether a code address lies in the C runtime (libc, libm, libpthread, libdl, librt, libgcc_s,
   // the dynamic loader): code an application calls from its loops (fmax, memcpy, nanosleep), not
   // a place of its own.
   bool in_c_runtime(std::uint64_t address) const;
+  // Whether a code address outside the MPI library lies in a function named like an MPI call: a
+  // PMPI wrapper (a profiler, a fault injector) between the application and MPI.
+  bool in_mpi_wrapper(std::uint64_t address);
   // The kernel's [vdso]: code in no file, so libunwind finds no unwind tables for it.
   const CodeRange& vdso() const { return vdso_; }
 

@@ -293,7 +293,8 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
     sample.path = path_signature(deciding->frames, deciding->complete, {sample.state, decision->entry_frame},
                                  sample.mpi_function,
                                  [image](std::uint64_t address) { return image->function_start(address); },
-                                 [image](std::uint64_t address) { return image->in_c_runtime(address); });
+                                 [image](std::uint64_t address) { return image->in_c_runtime(address); },
+                                 [image](std::uint64_t address) { return image->in_mpi_wrapper(address); });
   }
   if (options.frames) {
     for (std::size_t i = 0; i < deciding->frames.size(); ++i) {

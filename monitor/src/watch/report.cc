@@ -131,7 +131,7 @@ std::string coverage_text(const Coverage& c) {
     return out.str();
   }
   if (c.stasis_since) out << "stasis tests from " << *c.stasis_since << " s after that";
-  if (c.stasis_since && c.model_since) out << ", ";
+  if (c.stasis_since) out << ", ";
   out << (c.model_since ? "S model built at " + std::to_string(*c.model_since) + " s" : "S model never built") << "\n";
   if (c.unwatched_seconds > 0) {
     out << "           unwatched for " << c.unwatched_seconds << " s of " << c.watched_seconds + c.unwatched_seconds
@@ -163,7 +163,8 @@ std::string to_text(const RunReport& r) {
     switch (d.evidence) {
       case stats::Evidence::EarlyStasis:
         out << "evidence:  no sampled rank moved for " << d.observation.t - st.early_onset << " s ("
-            << st.early_streak << " observations), none polling, at most a quarter outside MPI; "
+            << st.early_streak << " observations; ranks busy-waiting in a polling loop left aside), at most a "
+            << "quarter outside MPI; "
             << "the model-free stasis rule needs " << st.early_needed << " s of that\n";
         break;
       case stats::Evidence::Stasis:

@@ -5,6 +5,9 @@
 
 namespace parastack::stats {
 
+// Observation::active_path of a set whose known ranks all busy-waited (no hash is ever 2).
+inline constexpr std::uint64_t kEveryoneWaiting = 2;
+
 struct Observation {
   double t = 0;   // seconds since monitoring started
   int set = 0;    // which disjoint monitored set was sampled
@@ -15,9 +18,21 @@ struct Observation {
   // starting or ending MPI. Traces without it replay with 0: no stasis evidence.
   std::uint64_t path = 0;
   bool polling = false;  // some rank was seen in a polling call (MPI_Test, MPI_Iprobe...)
+  // The same signature over the ranks that are not busy-waiting (set_signature.h), and how many of
+  // them are OUT_MPI; kEveryoneWaiting when every known rank busy-waited, 0 when too few ranks
+  // were known. Traces without it replay with `path` and n_out when nobody polled (the two are the
+  // same then), else with 0.
+  std::uint64_t active_path = 0;
+  int active_out = 0;
 };
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.
 inline bool few_outside(const Observation& o) { return o.n > 0 && o.n_out <= (o.n / 4 > 1 ? o.n / 4 : 1); }
+inline bool has_active_rank(const Observation& o) { return o.active_path != 0 && o.active_path != kEveryoneWaiting; }
+
+// The same count of the active ranks only: a busy-waiting rank seen in its loop code waits.
+inline bool few_active_outside(const Observation& o) {
+  return o.n > 0 && o.active_out <= (o.n / 4 > 1 ? o.n / 4 : 1);
+}
 
 }  // namespace parastack::stats

@@ -19,16 +19,21 @@
 //    long runs at the sticky one far more often than the pooled s predicts; a unit test checks
 //    this against the exact probabilities.) The run is a hang when c+ s_v+^(L-1) <= alpha_i.
 // 2. The model-free rule, for the first seconds of a job (before any model can be built) and for
-//    codes that never build one: a run of still observations in which no sampled rank polls, lasting
-//    at least early_min_observations and max(early_min_seconds, early_age_fraction x the job's age
-//    when it began, early_run_factor x the longest still run this job has shown and ended). It
-//    applies only once the job has shown that its paths move: at least early_min_pairs pairs, at
-//    most early_max_still_share of them still (a code that always looks still, such as one MPI call
-//    site in a loop around a tiny computation, gives it nothing to go on). Its false-alarm bound
-//    is an assumption, stated and tested: a healthy job that has shown movement never keeps every
-//    sampled rank's call path unchanged, at most a quarter of them outside MPI, none polling, none
-//    in MPI_Init or MPI_Finalize, for that long (and verification then also sees no I/O and no
-//    progress). See docs/statistics.md.
+//    codes that never build one. It watches the set's *active* ranks (set_signature.h: those not
+//    busy-waiting in a polling loop): a run of observations in which the active ranks' paths stay
+//    the same (at least one active rank, at most a quarter of the set outside MPI among them),
+//    lasting at least early_min_observations and max(early_min_seconds, early_age_fraction x the
+//    job's age when it began, early_run_factor x the longest such run this job has shown and
+//    ended). It applies only once the job has shown that it moves: at least early_min_pairs
+//    observations whose ranks' status was known (active ranks, or everyone busy-waiting) outside
+//    such runs, and at most early_max_still_share of the links (an observation with active ranks
+//    after another, others between allowed) still. A code that always looks still (one MPI call
+//    site in a loop around a tiny computation) holds every observation after its first in a run,
+//    and one whose active ranks mostly stand still fails the share. Its
+//    false-alarm bound is an assumption, stated and tested: a healthy job that has shown movement
+//    never keeps every sampled rank that is not busy-waiting at one call path, at most a quarter
+//    of them outside MPI, none in MPI_Init or MPI_Finalize, for that long (and verification then
+//    also sees no I/O and no progress). See docs/statistics.md.
 //
 // The observations of a running run are held back from the model, as the S model's are: the model
 // learns from the past and tests the present, and a hang never teaches it that stasis is normal.
@@ -65,7 +70,7 @@ struct StasisDecision {
   double continue_bound = 1;   // s_v+, upper bound of P(still | previous at v) in health
   double streak_bound = 1;     // c+ s+^(streak-1)
   std::uint64_t pairs = 0;     // known pairs in the model
-  int early_streak = 0;        // consecutive still observations without polling
+  int early_streak = 0;        // consecutive observations whose active ranks stood still
   double early_onset = 0;      // when that run stopped
   double early_needed = 0;     // how long the model-free rule needs it to last
   bool early_applies = false;  // the job has shown that its paths move (see above)
@@ -87,7 +92,6 @@ class StasisModel {
   struct Pair {
     double t;
     bool still;
-    bool polling;
     std::optional<bool> previous_still;  // the pair before it in an unbroken chain
     std::uint64_t from = 0;              // the previous observation's path (known)
   };
@@ -101,6 +105,8 @@ class StasisModel {
   void commit_held();
   void maybe_refresh();
   double place_bound(std::uint64_t path);
+  void observe_active(const Observation& observation, StasisDecision& decision);
+  void add_link(bool still);
 
   StasisConfig config_;
   double beta_;
@@ -114,8 +120,17 @@ class StasisModel {
   std::uint64_t added_since_refresh_ = 0, trials_at_refresh_ = 0;
   int refreshes_ = 0;
   double first_bound_ = 1, continue_bound_ = 1;
-  double longest_still_run_ = 0;  // seconds, of the runs that ended (committed or verified)
   std::unordered_map<std::uint64_t, Place> places_;
+
+  // The model-free rule, over the active signature (Observation::active_path).
+  std::uint64_t previous_active_ = 0, last_active_ = 0;
+  std::uint64_t known_observations_ = 0;  // with active ranks or everyone waiting, committed
+  double previous_active_t_ = 0;
+  std::vector<double> active_run_;  // times of the running still run's observations (held back)
+  double active_onset_ = 0;
+  double longest_active_run_ = 0;   // seconds, of the runs that ended (by themselves or verified)
+  std::deque<bool> links_;          // observation with active ranks after another: still or not
+  std::uint64_t still_links_ = 0;
 };
 
 }  // namespace parastack::stats

@@ -14,6 +14,7 @@
 
 #include "parastack/stats/hang_model.h"
 #include "parastack/stats/random.h"
+#include "parastack/stats/set_signature.h"
 #include "parastack/stats/verification.h"
 
 namespace parastack::stats {
@@ -117,6 +118,7 @@ class Watchdog {
   SplitMix rng_;
   std::vector<std::vector<int>> sets_;
   HangModel model_;
+  SetSignatures signatures_;  // S and the path signatures of each observation
   std::vector<std::vector<Sampled>> streak_samples_;  // per set: its running streak's snapshots
   std::optional<int> last_alarm_set_;
   double last_t_ = 0;

@@ -1,0 +1,42 @@
+// One observation from a set's rank snapshots: S (§3), and the set's call-path signatures for
+// stasis evidence (docs/statistics.md, "Detection from the first second"). Pure.
+//
+// Two signatures. `path` covers every known rank: two equal ones mean no sampled rank moved. The
+// stasis model tests it. `active_path` covers only the ranks that are not busy-waiting: a rank in
+// a polling call (MPI_Test, MPI_Iprobe...), or seen in its own code at a place where some rank was
+// once seen polling (the loop around the polling call), waits as surely as one blocked in MPI_Recv,
+// the paper's reading of busy-waiting (§3.3), but unlike a blocked rank it may hop between the
+// polling calls of its loop in a hang. So in a code whose ranks poll while they wait (hpcc's
+// RandomAccess, task farms), a hang shows as the *active* ranks standing still (the spinning rank,
+// the one blocked in a receive nobody sends), whatever the waiting ones do. The model-free stasis
+// rule tests `active_path`; with no polling at all the two signatures are the same.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "parastack/stats/observation.h"
+#include "parastack/stats/verification.h"
+
+namespace parastack::stats {
+
+class SetSignatures {
+ public:
+  // Polling places remembered at most (a job has a handful; the cap bounds memory).
+  static constexpr std::size_t kMaxPollingPlaces = 4096;
+
+  // The observation of `set` at t from its ranks' snapshots (in the set's rank order). Learns the
+  // polling places these snapshots show.
+  Observation observe(double t, int set, const std::vector<RankSnapshot>& targets);
+
+  bool is_polling_place(std::uint64_t path) const { return polling_places_.contains(path); }
+  // Whether this snapshot is of a rank waiting in a polling loop (after observe() has seen it).
+  bool busy_waiting(const RankSnapshot& snapshot) const;
+
+ private:
+  std::unordered_set<std::uint64_t> polling_places_;
+};
+
+}  // namespace parastack::stats

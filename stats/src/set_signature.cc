@@ -1,0 +1,65 @@
+#include "parastack/stats/set_signature.h"
+
+#include "parastack/stats/random.h"
+
+namespace parastack::stats {
+namespace {
+
+constexpr std::uint64_t kSignatureSeed = 0x9e3779b97f4a7c15ULL;
+
+bool in_polling_call(const RankSnapshot& s) {
+  return s.state == RankState::InMpi && is_polling_function(s.mpi_function);
+}
+
+std::uint64_t add_rank(std::uint64_t signature, std::size_t index, std::uint64_t path) {
+  return mix64(signature ^ mix64(index + 1) ^ path);
+}
+
+// 0 means unknown and kEveryoneWaiting no active rank: no signature may be either.
+std::uint64_t finish(std::uint64_t signature) {
+  return signature == 0 || signature == kEveryoneWaiting ? signature + 1 : signature;
+}
+
+}  // namespace
+
+bool SetSignatures::busy_waiting(const RankSnapshot& s) const {
+  return in_polling_call(s) || (s.path != 0 && s.state != RankState::Unknown && is_polling_place(s.path));
+}
+
+// Ranks whose path is unknown are left out of the signatures, as they are left out of S when their
+// state is (a rank stopped in the vDSO cannot be unwound by libunwind's ptrace backend); which ranks
+// are known is part of the signature, so a rank that comes and goes never looks still. With fewer
+// than half the set known a signature is 0: too little to call the set still.
+Observation SetSignatures::observe(double t, int set, const std::vector<RankSnapshot>& targets) {
+  for (const auto& s : targets) {
+    if (in_polling_call(s) && s.path != 0 && polling_places_.size() < kMaxPollingPlaces) {
+      polling_places_.insert(s.path);
+    }
+  }
+  Observation o{t, set, 0, 0};
+  std::uint64_t path = kSignatureSeed, active_path = kSignatureSeed;
+  std::size_t known = 0, waiting = 0, active = 0;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& s = targets[i];
+    o.n_out += s.state == RankState::OutMpi ? 1 : 0;
+    o.n += s.state != RankState::Unknown ? 1 : 0;
+    o.polling |= in_polling_call(s);
+    if (busy_waiting(s)) {
+      ++waiting;
+    } else if (s.path != 0) {
+      ++active;
+      active_path = add_rank(active_path, i, s.path);
+      o.active_out += s.state == RankState::OutMpi ? 1 : 0;
+    }
+    if (s.path == 0) continue;
+    ++known;
+    path = add_rank(path, i, s.path);
+  }
+  const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
+  o.path = enough(known) ? finish(path) : 0;
+  o.active_path = !enough(active + waiting) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
+  if (o.active_path == 0) o.active_out = 0;
+  return o;
+}
+
+}  // namespace parastack::stats
