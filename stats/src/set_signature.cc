@@ -58,7 +58,11 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
   o.path = enough(known) ? finish(path) : 0;
   o.active_path = !enough(active + waiting) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
-  if (o.active_path == 0) o.active_out = 0;
+  if (has_active_rank(o)) {
+    o.active_ranks = static_cast<int>(active);
+  } else {
+    o.active_out = 0;
+  }
   return o;
 }
 

@@ -145,13 +145,29 @@ void StasisModel::add_link(bool still) {
   }
 }
 
-void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
-  // The model-free rule watches the active ranks (set_signature.h): in a code that busy-waits, the
-  // waiting ranks hop between the polling calls of their loops, hung or not, and say nothing.
+namespace {
+
+// Some ranks busy-wait beside the active ones: they may be the ones working (hpcc's RandomAccess
+// applies its updates inside its MPI_Testany loop), which stacks cannot see.
+bool beside_waiters(const Observation& o) { return o.polling || o.n_out > o.active_out; }
+
+bool has_active_rank_path(std::uint64_t active_path) { return active_path != 0 && active_path != kEveryoneWaiting; }
+
+}  // namespace
+
+void StasisModel::step_active(const Observation& o) {
   const bool active = has_active_rank(o);
   const bool still = active && o.active_path == previous_active_ && few_active_outside(o);
   if (still) {
-    if (active_run_.empty()) active_onset_ = previous_active_t_;
+    if (active_run_.empty()) {
+      active_onset_ = previous_active_t_;
+      active_run_ranks_ = o.active_ranks;
+      active_run_beside_waiters_ = false;
+      active_run_all_in_mpi_ = true;
+    }
+    // For the whole run: a waiting rank that could not be read once still waits.
+    active_run_beside_waiters_ |= beside_waiters(o);
+    active_run_all_in_mpi_ &= o.active_out == 0;
     active_run_.push_back(o.t);
   } else {
     // The run ended by itself: healthy stillness, learned by the guard and the longest-run term.
@@ -163,20 +179,62 @@ void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
     // A link joins two observations with active ranks, however many others lie between: in a code
     // that mostly polls, few observations have an active rank, and a change across a gap is movement.
     if (active && last_active_ != 0) add_link(false);
+    // The ranks at the previous place left it for real: for somewhere else with no more active ranks
+    // than there were, or into a wait. (One more rank stepping in, or nothing readable, says
+    // nothing about them.) A full set forgets nothing: the safe side is "familiar".
+    const bool left = has_active_rank_path(previous_active_) && o.active_path != 0 &&
+                      (!active || o.active_ranks <= previous_active_ranks_);
+    if (left && left_places_.size() < kMaxActivePlaces) left_places_.insert(previous_active_);
   }
   if (active) last_active_ = o.active_path;
+  previous_active_ranks_ = o.active_ranks;
   previous_active_ = o.active_path;
   previous_active_t_ = o.t;
+}
 
-  d.early_applies = known_observations_ >= config_.early_min_pairs &&
-                    static_cast<double>(still_links_) <= config_.early_max_still_share * static_cast<double>(links_.size());
+void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
+  // The model-free rule watches the active ranks (set_signature.h): in a code that busy-waits, the
+  // waiting ranks hop between the polling calls of their loops, hung or not, and say nothing. They
+  // also step out of their loops now and then (hpcc's RandomAccess applies updates between polls)
+  // while a hung rank stays where it is: one observation in which an extra rank was active, or in
+  // which too little could be read, does not end a run that the next observation continues. The
+  // run's own ranks moving (the same number of active ranks elsewhere) always ends it.
+  if (excursion_) {
+    const Observation excursion = *excursion_;
+    excursion_.reset();
+    const bool resumed = has_active_rank(o) && o.active_path == previous_active_ && few_active_outside(o);
+    if (!resumed) step_active(excursion);
+  } else if (!active_run_.empty() && o.active_path != previous_active_ && o.active_path != kEveryoneWaiting &&
+             (o.active_path == 0 || (o.active_ranks > 0 && o.active_ranks > active_run_ranks_))) {
+    excursion_ = o;  // judged by the next observation
+  }
+  if (!excursion_) step_active(o);
+
+  d.early_applies = known_observations_ >= config_.early_min_pairs;
   d.early_streak = static_cast<int>(active_run_.size());
   if (d.early_streak > 0) {
     d.early_onset = active_onset_;
-    d.early_needed = std::max({config_.early_min_seconds, config_.early_age_fraction * d.early_onset,
-                               config_.early_run_factor * longest_active_run_});
+    // A job whose active ranks mostly stood still at their usual places has long runs as a habit:
+    // a run at such a place must be longer. A place its ranks never left for real is no habit: a
+    // deadlock's receive or a spin, whose run other ranks' steps may have cut into pieces, which
+    // would otherwise count as the job's own stillness.
+    const bool mostly_moving =
+        static_cast<double>(still_links_) <= config_.early_max_still_share * static_cast<double>(links_.size());
+    const bool familiar = left_places_.size() >= kMaxActivePlaces || left_places_.contains(previous_active_);
+    const double habit = mostly_moving || !familiar ? 1 : config_.early_habit_factor;
+    // Beside busy-waiting ranks, which may be working, a standstill must last longer; and one in
+    // which every active rank is blocked in MPI is never enough: a healthy hpcc on an overloaded
+    // node kept two or three ranks in MPI_Waitany for 5 s, and for 22 s, while the others worked
+    // on inside their MPI_Testany loops. Only the models, or MPI's own progress, can judge that.
+    const double minimum =
+        config_.early_min_seconds * (active_run_beside_waiters_ ? config_.early_waiting_factor : 1) * habit;
+    d.early_needed = active_run_beside_waiters_ && active_run_all_in_mpi_
+                         ? std::numeric_limits<double>::infinity()
+                         : std::max({minimum, config_.early_age_fraction * d.early_onset,
+                                     config_.early_run_factor * longest_active_run_});
+    // Not on an observation still to be judged (an excursion): the next one says what it was.
     d.early_fired = config_.enabled && d.early_applies && d.early_streak >= config_.early_min_observations &&
-                    o.t - d.early_onset >= d.early_needed;
+                    o.t - d.early_onset >= d.early_needed && !excursion_;
   }
 }
 

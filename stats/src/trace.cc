@@ -81,6 +81,10 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     if (observation.active_out < 0 || observation.active_out > observation.n_out) {
       return TraceError{"needs 0 <= active_out <= n_out"};
     }
+    if (json.contains("active_ranks")) {
+      if (!read_field(json, "active_ranks", observation.active_ranks, error)) return TraceError{error};
+      if (observation.active_ranks < observation.active_out) return TraceError{"needs active_out <= active_ranks"};
+    }
   } else if (!observation.polling) {
     // A trace from before active signatures: with nobody polling, every known rank was active.
     observation.active_path = observation.path;
@@ -103,6 +107,7 @@ std::string format_trace_line(const Observation& o) {
     std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(o.active_path));
     json["active"] = hex;
     if (o.active_out != 0) json["active_out"] = o.active_out;
+    if (o.active_ranks != 0) json["active_ranks"] = o.active_ranks;
   }
   return json.dump();
 }

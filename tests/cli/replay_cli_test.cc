@@ -99,6 +99,18 @@ TEST_F(ReplayCli, HealthyPartAloneReportsNoHang) {
   EXPECT_GT(summary["observations"].get<int>(), 1000);
 }
 
+// A real trace (tests/data): a healthy hpcc on a node loaded 4x over (two benchmark jobs and a
+// simulator on 2 cores), where three ranks sat in MPI_Waitany for 5 s while the fourth worked on
+// inside its MPI_Testany loop. The model-free rule once called that a deadlock; with every active
+// rank in MPI and another busy-waiting, 5 s is not enough (stats/stasis.h).
+TEST_F(ReplayCli, AnOverloadedHealthyPollingCodeIsNotAHang) {
+  const auto result = run("replay --json " PARASTACK_TEST_DATA "/hpcc-healthy-overloaded.trace.jsonl");
+  EXPECT_EQ(result.status, 0) << result.out;
+  const auto summary = last_json_line(result.out);
+  EXPECT_EQ(summary["verdict"], "no_hang") << result.out;
+  EXPECT_EQ(summary["observations"].get<int>(), 165);
+}
+
 TEST_F(ReplayCli, TextOutputShowsEveryDecisionAndTheVerdict) {
   const auto path = write_trace("hang.jsonl", healthy_then_hang());
   const auto result = run("replay " + path);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -30,10 +31,11 @@ struct Stream {
   }
   // A set of 4 whose busy-waiting ranks hop between polling calls (the full path changes every
   // time) while its active ranks are at `active` (kEveryoneWaiting: none), active_out of them OUT.
-  StasisDecision feed_polling(std::uint64_t active, int active_out = 0, double alpha = 0) {
+  StasisDecision feed_polling(std::uint64_t active, int active_out = 0, int active_ranks = 1) {
     t += 0.1;
-    Observation o{t, 0, active_out, 4, 1000 + static_cast<std::uint64_t>(t * 10) % 2, true, active, active_out};
-    return model.observe(o, alpha);
+    Observation o{t, 0, active_out, 4, 1000 + static_cast<std::uint64_t>(t * 10) % 2, true, active, active_out,
+                  active == kEveryoneWaiting || active == 0 ? 0 : active_ranks};
+    return model.observe(o, 0);
   }
 };
 
@@ -175,7 +177,114 @@ TEST(Stasis, AnActiveRankStandingStillAmongBusyWaitersIsFound) {
   do d = s.feed_polling(7, 1);
   while (!d.early_fired && s.t < 100);
   EXPECT_TRUE(d.early_applies);
-  EXPECT_NEAR(s.t - stopped, 5, 0.15);
+  EXPECT_NEAR(s.t - stopped, 20, 0.15);  // 4 x 5 s beside busy-waiting ranks (they might work)
+}
+
+// hpcc's deadlock: in health one rank sits in a blocking call at its usual place for 1.6 s at a
+// time while the others poll, so most links are still; the faulty rank blocks in a receive at a
+// place the job never showed. The share guard is for usual places: the new one is judged by T.
+TEST(Stasis, AStandstillAtANewPlaceIsJudgedByItsLengthAlone) {
+  Stream s;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    for (int i = 0; i < 16; ++i) s.feed_polling(50, 1);  // 1.6 s at the usual place
+    s.feed_polling(kEveryoneWaiting);
+  }
+  StasisDecision d = s.feed_polling(60, 1);  // never seen
+  const double stopped = s.t;
+  do d = s.feed_polling(60, 1);
+  while (!d.early_fired && s.t < 100);
+  EXPECT_TRUE(d.early_fired);
+  EXPECT_NEAR(s.t - stopped, 20, 0.15);  // 4 x 5 s beside busy-waiting ranks
+  // The same standstill at the usual place must be 4 times longer: such runs are this job's habit.
+  Stream usual;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    for (int i = 0; i < 16; ++i) usual.feed_polling(50, 1);
+    usual.feed_polling(kEveryoneWaiting);
+  }
+  StasisDecision e = usual.feed_polling(50, 1);
+  const double usual_stop = usual.t;
+  do e = usual.feed_polling(50, 1);
+  while (!e.early_fired && usual.t < 200);
+  EXPECT_NEAR(e.early_needed, 80, 1e-9);
+  EXPECT_NEAR(usual.t - usual_stop, 80, 0.15);
+}
+
+// Every active rank blocked in MPI while others poll: the pollers may be the ones working (a
+// healthy hpcc on an overloaded node kept ranks in MPI_Waitany for 5 s and for 22 s while the
+// others worked inside their MPI_Testany loops). The model-free rule never calls that a hang, not
+// even when a poller cannot be read now and then; an active rank outside MPI needs 4 x 5 s.
+TEST(Stasis, RanksBlockedInMpiBesidePollersAreLeftToTheModels) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) s.feed_polling(kEveryoneWaiting);
+  StasisDecision d;
+  for (int i = 0; i < 3000; ++i) {
+    d = s.feed_polling(9, 0);
+    ASSERT_FALSE(d.early_fired) << s.t;
+  }
+  EXPECT_EQ(d.early_needed, std::numeric_limits<double>::infinity());
+  Stream t;
+  for (int i = 0; i < 40; ++i) t.feed_polling(kEveryoneWaiting);
+  for (int fed = 1; fed < 3000; ++fed) {
+    t.t += 0.1;
+    const bool unreadable_poller = fed % 7 == 0;
+    Observation o{t.t, 0, 0, 3, 77, !unreadable_poller, 9, 0, 1};
+    d = t.model.observe(o, 0);
+    ASSERT_FALSE(d.early_fired) << t.t;
+  }
+}
+
+// hpcc after a rank fell asleep: the others step out of their polling loops now and then (one
+// observation shows a second active rank), and the sleeper is where it was at the next one. Those
+// steps do not restart the run: it is found 20 s after the rank fell asleep.
+TEST(Stasis, AnotherRankSteppingOutForOneObservationDoesNotRestartTheRun) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) s.feed_polling(kEveryoneWaiting);
+  StasisDecision d = s.feed_polling(7, 1);
+  const double stopped = s.t;
+  int fed = 0;
+  do {
+    const bool step_out = ++fed % 13 == 0;
+    d = step_out ? s.feed_polling(500 + static_cast<std::uint64_t>(fed), 2, 2) : s.feed_polling(7, 1);
+    if (step_out) {
+      EXPECT_FALSE(d.early_fired);
+    }
+  } while (!d.early_fired && s.t < 100);
+  EXPECT_NEAR(s.t - stopped, 20, 0.15);  // 4 x 5 s beside busy-waiting ranks
+  EXPECT_NEAR(d.early_onset, stopped, 1e-9);
+}
+
+// But the run's own rank moving, even for one observation, or two steps out in a row, end it.
+TEST(Stasis, TheRunsOwnRankMovingOrTwoStepsOutEndTheRun) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) s.feed_polling(kEveryoneWaiting);
+  for (int i = 0; i < 30; ++i) s.feed_polling(7, 1);
+  s.feed_polling(8, 1);  // the same one active rank, elsewhere
+  StasisDecision d = s.feed_polling(7, 1);
+  EXPECT_EQ(d.early_streak, 0);  // back at 7: a new run begins with the next still observation
+  d = s.feed_polling(7, 1);
+  EXPECT_EQ(d.early_streak, 1);
+  for (int i = 0; i < 30; ++i) s.feed_polling(7, 1);
+  s.feed_polling(501, 2, 2);
+  s.feed_polling(502, 2, 2);
+  d = s.feed_polling(7, 1);
+  EXPECT_EQ(d.early_streak, 0);
+}
+
+// A hang cut into pieces by other ranks stepping out twice in a row: its own still runs make the
+// job look habitually still, but the spinning rank never left its place for real, so the run is
+// not judged as a habit (4 x longer) but as a spin beside busy-waiting ranks (20 s).
+TEST(Stasis, AHangCutIntoPiecesIsNotAHabit) {
+  Stream s;
+  for (int i = 0; i < 40; ++i) s.feed_polling(kEveryoneWaiting);
+  for (int piece = 0; piece < 3; ++piece) {
+    for (int i = 0; i < 40; ++i) s.feed_polling(7, 1);
+    s.feed_polling(600 + static_cast<std::uint64_t>(piece), 2, 2);
+    s.feed_polling(700 + static_cast<std::uint64_t>(piece), 2, 2);
+  }
+  StasisDecision d;
+  for (int i = 0; i < 20; ++i) d = s.feed_polling(7, 1);
+  EXPECT_GT(d.early_streak, 0);
+  EXPECT_NEAR(d.early_needed, 20, 1e-9);
 }
 
 // ... but only while few of them are outside MPI: busy-waiting ranks do not make a set of

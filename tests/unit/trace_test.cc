@@ -36,9 +36,11 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
   EXPECT_EQ(back.active_path, kEveryoneWaiting);
   o.active_path = 0xabc;
   o.active_out = 1;
+  o.active_ranks = 2;
   back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
   EXPECT_EQ(back.active_path, 0xabcu);
   EXPECT_EQ(back.active_out, 1);
+  EXPECT_EQ(back.active_ranks, 2);
   o.active_path = 0;  // too few ranks known: written as 0, not guessed from the path on replay
   o.active_out = 0;
   back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
@@ -51,6 +53,8 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
   EXPECT_EQ(back.active_path, 0u);
   EXPECT_TRUE(std::holds_alternative<TraceError>(
       parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":2})")));
+  EXPECT_TRUE(std::holds_alternative<TraceError>(
+      parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":1,"active_ranks":0})")));
 }
 
 TEST(Trace, ABadPathIsRefused) {

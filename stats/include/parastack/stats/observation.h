@@ -24,6 +24,7 @@ struct Observation {
   // same then), else with 0.
   std::uint64_t active_path = 0;
   int active_out = 0;
+  int active_ranks = 0;  // how many ranks active_path covers (0 where unknown, as in old traces)
 };
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.

@@ -24,12 +24,17 @@
 //    the same (at least one active rank, at most a quarter of the set outside MPI among them),
 //    lasting at least early_min_observations and max(early_min_seconds, early_age_fraction x the
 //    job's age when it began, early_run_factor x the longest such run this job has shown and
-//    ended). It applies only once the job has shown that it moves: at least early_min_pairs
-//    observations whose ranks' status was known (active ranks, or everyone busy-waiting) outside
-//    such runs, and at most early_max_still_share of the links (an observation with active ranks
-//    after another, others between allowed) still. A code that always looks still (one MPI call
-//    site in a loop around a tiny computation) holds every observation after its first in a run,
-//    and one whose active ranks mostly stand still fails the share. Its
+//    ended), with early_waiting_factor x early_min_seconds as the minimum when other ranks
+//    busy-wait beside the active ones (they may be the ones working; and when every active rank is
+//    then blocked in MPI, never: only the models can judge that), and
+//    early_habit_factor times that when more than early_max_still_share of the job's links (an
+//    observation with active ranks after another, others between allowed) were still and the run
+//    sits at a place whose ranks the job has seen leave it for real: long runs there are this
+//    job's habit, whereas a place never left (a deadlock's receive, a spin) is not. It
+//    applies only once the job has shown that it moves: at least early_min_pairs observations
+//    whose ranks' status was known (active ranks, or everyone busy-waiting) outside such runs. A
+//    code that always looks still (one MPI call site in a loop around a tiny computation) holds
+//    every observation after its first in a run, so never has them. Its
 //    false-alarm bound is an assumption, stated and tested: a healthy job that has shown movement
 //    never keeps every sampled rank that is not busy-waiting at one call path, at most a quarter
 //    of them outside MPI, none in MPI_Init or MPI_Finalize, for that long (and verification then
@@ -44,6 +49,7 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "parastack/stats/observation.h"
@@ -56,6 +62,12 @@ struct StasisConfig {
   double early_age_fraction = 0.125;
   int early_min_observations = 8;
   double early_run_factor = 3;
+  // ... and this many times early_min_seconds when other ranks busy-wait beside the active ones
+  // (they may be working inside their polling loops; never enough when no active rank computes).
+  double early_waiting_factor = 4;
+  // ... and this many times more when the job's active ranks mostly stood still (more than
+  // early_max_still_share of the links) and the run is at a place it had shown before.
+  double early_habit_factor = 4;
   std::uint64_t early_min_pairs = 16;
   double early_max_still_share = 0.5;
   std::size_t window = 2048;  // most recent observation pairs the model keeps
@@ -106,6 +118,7 @@ class StasisModel {
   void maybe_refresh();
   double place_bound(std::uint64_t path);
   void observe_active(const Observation& observation, StasisDecision& decision);
+  void step_active(const Observation& observation);
   void add_link(bool still);
 
   StasisConfig config_;
@@ -131,6 +144,13 @@ class StasisModel {
   double longest_active_run_ = 0;   // seconds, of the runs that ended (by themselves or verified)
   std::deque<bool> links_;          // observation with active ranks after another: still or not
   std::uint64_t still_links_ = 0;
+  static constexpr std::size_t kMaxActivePlaces = 4096;
+  std::unordered_set<std::uint64_t> left_places_;  // active signatures whose ranks left them for real
+  int previous_active_ranks_ = 0;
+  int active_run_ranks_ = 0;              // how many active ranks the running run has
+  bool active_run_beside_waiters_ = false;  // some ranks busy-waited beside its active ones
+  bool active_run_all_in_mpi_ = true;        // none of its active ranks was outside MPI
+  std::optional<Observation> excursion_;  // an observation that may have been another rank's step out
 };
 
 }  // namespace parastack::stats
