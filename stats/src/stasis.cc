@@ -151,8 +151,6 @@ namespace {
 // applies its updates inside its MPI_Testany loop), which stacks cannot see.
 bool beside_waiters(const Observation& o) { return o.polling || o.n_out > o.active_out; }
 
-bool has_active_rank_path(std::uint64_t active_path) { return active_path != 0 && active_path != kEveryoneWaiting; }
-
 }  // namespace
 
 void StasisModel::step_active(const Observation& o) {
@@ -182,7 +180,7 @@ void StasisModel::step_active(const Observation& o) {
     // The ranks at the previous place left it for real: for somewhere else with no more active ranks
     // than there were, or into a wait. (One more rank stepping in, or nothing readable, says
     // nothing about them.) A full set forgets nothing: the safe side is "familiar".
-    const bool left = has_active_rank_path(previous_active_) && o.active_path != 0 &&
+    const bool left = has_active_rank(previous_active_) && o.active_path != 0 &&
                       (!active || o.active_ranks <= previous_active_ranks_);
     if (left && left_places_.size() < kMaxActivePlaces) left_places_.insert(previous_active_);
   }

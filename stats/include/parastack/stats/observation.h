@@ -29,7 +29,8 @@ struct Observation {
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.
 inline bool few_outside(const Observation& o) { return o.n > 0 && o.n_out <= (o.n / 4 > 1 ? o.n / 4 : 1); }
-inline bool has_active_rank(const Observation& o) { return o.active_path != 0 && o.active_path != kEveryoneWaiting; }
+inline bool has_active_rank(std::uint64_t active_path) { return active_path != 0 && active_path != kEveryoneWaiting; }
+inline bool has_active_rank(const Observation& o) { return has_active_rank(o.active_path); }
 
 // The same count of the active ranks only: a busy-waiting rank seen in its loop code waits.
 inline bool few_active_outside(const Observation& o) {
