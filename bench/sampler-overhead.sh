@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The node sampler's benchmarks on real Open MPI ranks:
 #  1. stop time and monitor CPU per sample: bare stop vs fast path vs naive libunwind-ptrace path,
-#     interleaved on the same ranks (parastack sample-bench);
+#     interleaved on the same ranks (parastack-bench sample-bench);
 #  2. application slowdown: two identical stencil jobs run at the same time (so machine noise hits
 #     both), one sampled every 100 ms, one not; roles swap every round.
 # Usage: bench/sampler-overhead.sh [rounds (default 5)] [iterations per job (default 40000, about 8 s)]
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 iterations=${2:-40000}
-bin=build/monitor/parastack
+bin=build/bench/parastack-bench
 target=build/tests/programs/ps_target
 [ -x "$bin" ] && [ -x "$target" ] || { echo "build first: packaging/bootstrap.sh bench" >&2; exit 1; }
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

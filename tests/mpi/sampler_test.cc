@@ -481,7 +481,7 @@ void kill_monitor_repeatedly(int signal) {
     const pid_t monitor = ::fork();
     if (monitor == 0) {
       const std::string launcher = std::to_string(job.launcher_pid());
-      ::execl(PARASTACK_BIN, PARASTACK_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop",
+      ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop",
               "0.0001", static_cast<char*>(nullptr));
       ::_exit(127);
     }

@@ -32,7 +32,7 @@ stats::RankState read_state(WireReader& in) {
 }
 
 // A stacks reply: the encoded tree, then the records.
-std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<watch::RankRecord>& records) {
+std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<node::RankRecord>& records) {
   WireWriter w;
   w.str(diagnosis::serialize(tree)).u32(static_cast<std::uint32_t>(records.size()));
   for (const auto& r : records) w.i32(r.rank).i32(r.pid).str(r.host).str(r.state).str(r.mpi_function);
@@ -41,7 +41,7 @@ std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<w
 
 }  // namespace
 
-std::string serve_request(watch::NodeWorker& worker, int self, std::string_view request) {
+std::string serve_request(node::NodeWorker& worker, int self, std::string_view request) {
   WireReader in(request);
   const auto kind = static_cast<Request>(in.u8());
   WireWriter out;
@@ -100,7 +100,7 @@ std::string serve_request(watch::NodeWorker& worker, int self, std::string_view 
       break;
     }
     case Request::GatherStacks: {
-      std::vector<watch::RankRecord> records;
+      std::vector<node::RankRecord> records;
       const auto tree = worker.gather_stacks(records);
       return encode_stacks(tree, records);
     }
@@ -259,7 +259,7 @@ Usage decode_usage(std::string_view reply) {
 
 // ---- one monitor ----
 
-SoloMonitors::SoloMonitors(watch::NodeWorker& worker, std::string host) : worker_(worker), host_(std::move(host)) {}
+SoloMonitors::SoloMonitors(node::NodeWorker& worker, std::string host) : worker_(worker), host_(std::move(host)) {}
 
 std::vector<std::string> SoloMonitors::call(const std::vector<std::pair<int, std::string>>& requests) {
   std::vector<std::string> replies;

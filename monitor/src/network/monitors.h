@@ -13,7 +13,7 @@
 
 #include "parastack/diagnosis/prefix_tree.h"
 #include "parastack/stats/verification.h"
-#include "watch/node_worker.h"
+#include "node/node_worker.h"
 
 namespace parastack::network {
 
@@ -36,7 +36,7 @@ struct MonitorLost : std::runtime_error {
 };
 
 // Runs one request on this monitor; the reply. `self` is this monitor's index.
-std::string serve_request(watch::NodeWorker& worker, int self, std::string_view request);
+std::string serve_request(node::NodeWorker& worker, int self, std::string_view request);
 // Combines the replies of a reduced request (own first, then children's) into one reply: rank tables
 // are concatenated, prefix trees merged (STAT's filter), records concatenated.
 std::string combine_replies(Request request, std::vector<std::string> replies);
@@ -66,7 +66,7 @@ class Monitors {
 // One monitor, in this process: `parastack run`.
 class SoloMonitors final : public Monitors {
  public:
-  SoloMonitors(watch::NodeWorker& worker, std::string host);
+  SoloMonitors(node::NodeWorker& worker, std::string host);
   int count() const override { return 1; }
   const std::string& host(int) const override { return host_; }
   using Monitors::call;
@@ -76,7 +76,7 @@ class SoloMonitors final : public Monitors {
   void release() override {}
 
  private:
-  watch::NodeWorker& worker_;
+  node::NodeWorker& worker_;
   std::string host_;
   bool said_finished_ = false;
   double next_check_ = 0;
@@ -92,7 +92,7 @@ std::string discover_request(const std::vector<std::string>& launches);
 
 struct TableEntry {
   int monitor = 0;
-  watch::NodeRank rank;
+  node::NodeRank rank;
 };
 std::vector<TableEntry> decode_discovery(std::string_view reply);
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply);
@@ -100,7 +100,7 @@ std::vector<stats::RankState> decode_states(std::string_view reply);
 std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply);
 struct GatheredStacks {
   diagnosis::PrefixTree tree;
-  std::vector<watch::RankRecord> records;
+  std::vector<node::RankRecord> records;
 };
 GatheredStacks decode_stacks(std::string_view reply);
 struct Usage {

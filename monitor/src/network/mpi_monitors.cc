@@ -107,7 +107,7 @@ std::string answer(Status status, const std::string& payload) {
 }
 
 // Runs a request here, as an Ok or Failed reply.
-std::string serve_safely(watch::NodeWorker& worker, int self, std::string_view request) {
+std::string serve_safely(node::NodeWorker& worker, int self, std::string_view request) {
   try {
     return answer(Status::Ok, serve_request(worker, self, request));
   } catch (const std::exception& e) {
@@ -117,7 +117,7 @@ std::string serve_safely(watch::NodeWorker& worker, int self, std::string_view r
 
 // One monitor's part in a reduction: pass the request down, answer it here, combine the children's
 // answers with its own. A child's failure fails the whole answer (its words travel up).
-std::optional<std::string> reduce_here(watch::NodeWorker& worker, int self, const std::string& request,
+std::optional<std::string> reduce_here(node::NodeWorker& worker, int self, const std::string& request,
                                        std::optional<Clock::time_point> deadline, int* silent_child) {
   const auto children = children_of(self, world_size());
   const std::string envelope = std::string(1, static_cast<char>(Route::Reduce)) + request;
@@ -165,7 +165,7 @@ std::vector<std::string> gather_hosts() {
   return hosts;
 }
 
-MpiMonitors::MpiMonitors(watch::NodeWorker& own, std::vector<std::string> hosts, std::chrono::duration<double> timeout)
+MpiMonitors::MpiMonitors(node::NodeWorker& own, std::vector<std::string> hosts, std::chrono::duration<double> timeout)
     : own_(own), hosts_(std::move(hosts)), timeout_(timeout) {}
 
 std::vector<std::string> MpiMonitors::call(const std::vector<std::pair<int, std::string>>& requests) {
@@ -241,7 +241,7 @@ void MpiMonitors::release() {
   }
 }
 
-void serve(watch::NodeWorker& worker) {
+void serve(node::NodeWorker& worker) {
   const int self = world_rank();
   bool notice_due = false;  // ranks adopted and not yet said to have ended
   auto next_check = Clock::now();

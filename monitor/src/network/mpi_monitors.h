@@ -27,7 +27,7 @@ std::vector<std::string> gather_hosts();
 class MpiMonitors final : public Monitors {
  public:
   // timeout: how long a monitor may take to answer before its node counts as lost.
-  MpiMonitors(watch::NodeWorker& own, std::vector<std::string> hosts, std::chrono::duration<double> timeout);
+  MpiMonitors(node::NodeWorker& own, std::vector<std::string> hosts, std::chrono::duration<double> timeout);
   int count() const override { return static_cast<int>(hosts_.size()); }
   const std::string& host(int monitor) const override { return hosts_.at(static_cast<std::size_t>(monitor)); }
   using Monitors::call;
@@ -37,7 +37,7 @@ class MpiMonitors final : public Monitors {
   void release() override;
 
  private:
-  watch::NodeWorker& own_;
+  node::NodeWorker& own_;
   std::vector<std::string> hosts_;
   std::chrono::duration<double> timeout_;
   bool released_ = false;
@@ -46,6 +46,6 @@ class MpiMonitors final : public Monitors {
 };
 
 // Every other monitor: answers requests until the leader releases it.
-void serve(watch::NodeWorker& worker);
+void serve(node::NodeWorker& worker);
 
 }  // namespace parastack::network

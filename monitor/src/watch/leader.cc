@@ -263,7 +263,7 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
         report.interval = watchdog.model().interval();
         auto stacks = probe.gather_stacks();
         report.ranks = std::move(stacks.records);
-        report.stacks = stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection");
+        report.stacks = node::stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection");
         if (!report.stacks->svg_problem.empty()) log.warn("no SVG in the report: {}", report.stacks->svg_problem);
         report.samples = probe.samples_taken();
         report.ended_at = probe.unix_time(probe.now());

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "parastack/stats/watchdog.h"
-#include "watch/node_worker.h"
-#include "watch/stack_views.h"
+#include "node/node_worker.h"
+#include "node/stack_views.h"
 
 namespace parastack::watch {
 
@@ -52,8 +52,8 @@ struct RunReport {
   double interval = 0;
   Coverage coverage;
   // Every rank at detection, and their stacks merged.
-  std::vector<RankRecord> ranks;
-  std::optional<StackViews> stacks;
+  std::vector<node::RankRecord> ranks;
+  std::optional<node::StackViews> stacks;
   std::string trace_path;
   std::vector<std::string> notes;
 };

@@ -2,7 +2,8 @@
 //   mpirun --map-by ppr:1:node parastack-monitor --pid LAUNCHER | --slurm-job ID | --pbs-job ID
 //   srun --overlap --ntasks-per-node=1 parastack-monitor --slurm-job $SLURM_JOB_ID
 // Rank 0 leads (watch::lead: the model and every decision) and monitors its own node; the others
-// only serve requests (network::serve). The same binary benchmarks the network on emulated ranks.
+// only serve requests (network::serve). Its benchmark on emulated ranks is a tool of its own
+// (bench/tools/monitor_network_bench.cc), not part of the product.
 #include <mpi.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -21,14 +22,14 @@
 #include <sstream>
 #include <thread>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "network/cluster_probe.h"
 #include "network/mpi_monitors.h"
 #include "os/slurm_job.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
-#include "watch/node_worker.h"
-#include "watch/stack_views.h"
+#include "node/node_worker.h"
+#include "node/stack_views.h"
 
 namespace parastack::cli {
 namespace {
@@ -47,10 +48,6 @@ struct MonitorOptions {
   double linger = 0;
   std::uint64_t seed = 0;
   bool share_node = false;
-  std::uint64_t emulate_ranks = 0;
-  bool bench = false;
-  double idle_seconds = 60;
-  int bench_samples = 200;
   // Slurm (the SPANK plugin): mail the report; the actions a site lets jobs choose.
   bool mail = false;
   std::string allowed_actions;
@@ -64,114 +61,6 @@ struct MonitorOptions {
 
 volatile sig_atomic_t stop_requested = 0;
 void request_stop(int) { stop_requested = 1; }
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// The benchmark of bench/monitor-network.sh, on emulated ranks, through the real requests.
-int run_benchmark(network::MpiMonitors& monitors, const MonitorOptions& options) {
-  const auto elapsed = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
-  std::printf("monitors: %d, emulated ranks: %llu (%llu per monitor)\n", monitors.count(),
-              static_cast<unsigned long long>(options.emulate_ranks),
-              static_cast<unsigned long long>(options.emulate_ranks / static_cast<std::uint64_t>(monitors.count())));
-
-  // 1. The rank table, gathered up the tree of monitors.
-  std::vector<double> table_times;
-  std::vector<network::TableEntry> table;
-  std::size_t table_bytes = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = Clock::now();
-    const auto reply = monitors.reduce(network::discover_request({}));
-    table = network::decode_discovery(reply);
-    table_times.push_back(elapsed(start));
-    table_bytes = reply.size();
-  }
-  std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
-  std::iota(everyone.begin(), everyone.end(), 0);
-  monitors.call(everyone, network::adopt_request("emulated"));
-  network::ClusterProbe probe(monitors, table, [] { return true; });
-
-  // 2. The leader's work per sample: a snapshot of C random ranks (wherever they live) and the
-  //    model's step, as the watchdog loop does it.
-  stats::Watchdog watchdog(options.watchdog, static_cast<int>(table.size()), 7);
-  stats::HangModel model(watchdog.model().config());
-  std::vector<double> walls, cpus;
-  for (int s = 0; s < options.bench_samples; ++s) {
-    const auto& set = watchdog.sets()[static_cast<std::size_t>(s) % watchdog.sets().size()];
-    const auto start = Clock::now();
-    const double cpu = thread_cpu_seconds();
-    const auto snapshots = probe.snapshot(set);
-    stats::Observation o{probe.now(), s % static_cast<int>(watchdog.sets().size()), 0, 0};
-    for (const auto& x : snapshots) {
-      o.n_out += x.state == stats::RankState::OutMpi ? 1 : 0;
-      o.n += x.state != stats::RankState::Unknown ? 1 : 0;
-    }
-    model.observe(o);
-    cpus.push_back(thread_cpu_seconds() - cpu);
-    walls.push_back(elapsed(start));
-  }
-  std::set<int> touched;
-  for (const auto& set : watchdog.sets()) {
-    for (int r : set) touched.insert(probe.table()[static_cast<std::size_t>(r)].monitor);
-  }
-
-  // 3. Every rank's stacks, merged up the tree of monitors.
-  std::vector<double> merge_times;
-  std::size_t tree_nodes = 0, classes = 0, tree_bytes = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = Clock::now();
-    const auto reply = monitors.reduce(network::plain_request(network::Request::GatherStacks));
-    const auto stacks = network::decode_stacks(reply);
-    merge_times.push_back(elapsed(start));
-    tree_nodes = stacks.tree.node_count();
-    classes = stacks.tree.equivalence_classes().size();
-    tree_bytes = reply.size();
-  }
-
-  // 4. Idle monitors over idle_seconds: the leader waits as it waits between samples.
-  const auto usage = [&] {
-    std::vector<network::Usage> all;
-    for (const auto& reply : monitors.call(everyone, network::plain_request(network::Request::Usage))) {
-      all.push_back(network::decode_usage(reply));
-    }
-    return all;
-  };
-  const auto before = usage();
-  probe.wait_until(probe.now() + options.idle_seconds);
-  const auto after = usage();
-  std::vector<double> idle_percent;
-  for (std::size_t m = 1; m < before.size(); ++m) {
-    idle_percent.push_back(100 * (after[m].cpu_seconds - before[m].cpu_seconds) /
-                           (after[m].wall_seconds - before[m].wall_seconds));
-  }
-  const double leader_percent =
-      100 * (after[0].cpu_seconds - before[0].cpu_seconds) / (after[0].wall_seconds - before[0].wall_seconds);
-
-  std::printf("| emulated ranks | monitors | rank table: gather s (median of 3) | table bytes | leader per sample: wall ms (median / p95) | leader CPU ms per sample | monitors asked per set | stack merge s (median of 3) | merged tree: nodes / classes / bytes |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  auto sorted_walls = walls;
-  std::sort(sorted_walls.begin(), sorted_walls.end());
-  std::printf("| %llu | %d | %.4f | %zu | %.3f / %.3f | %.3f | %zu of %d | %.4f | %zu / %zu / %zu |\n",
-              static_cast<unsigned long long>(table.size()), monitors.count(), median(table_times), table_bytes,
-              1e3 * median(walls), 1e3 * sorted_walls[sorted_walls.size() * 95 / 100], 1e3 * median(cpus),
-              touched.size(), monitors.count(), median(merge_times), tree_nodes, classes, tree_bytes);
-  if (!idle_percent.empty()) {
-    std::printf("idle over %.0f s: monitors' CPU %% of a core: max %.3f, mean %.3f; leader %.3f\n",
-                options.idle_seconds, *std::max_element(idle_percent.begin(), idle_percent.end()),
-                std::accumulate(idle_percent.begin(), idle_percent.end(), 0.0) / static_cast<double>(idle_percent.size()),
-                leader_percent);
-  }
-  std::fflush(stdout);
-  return 0;
-}
 
 // parastack stacks across nodes: every monitor samples its ranks once per round; the trees merge up
 // the tree of monitors (GatherStacks), never one message per rank to the leader.
@@ -222,12 +111,12 @@ int run_stacks(network::Monitors& monitors, const MonitorOptions& options, const
       tree.merge(network::decode_stacks(monitors.reduce(network::plain_request(network::Request::GatherStacks))).tree);
     }
   }
-  const auto views = watch::stack_views(tree,
+  const auto views = node::stack_views(tree,
                                         "parastack stacks: " + std::to_string(table.size()) + " ranks on " +
                                             std::to_string(hosts.size()) + " host(s), " +
                                             std::to_string(options.stack_samples) + " sample(s) each",
                                         options.stack_format == "svg");
-  return watch::print_stack_view(views, options.stack_format, std::cout, std::cerr, "parastack-monitor --stacks")
+  return node::print_stack_view(views, options.stack_format, std::cout, std::cerr, "parastack-monitor --stacks")
              ? kExitOk
              : kExitUsage;
 }
@@ -445,11 +334,6 @@ int main(int argc, char** argv) {
   app.add_flag("--share-node", options.share_node,
                "Testing: monitors share one machine; monitor m of M takes the block of ranks r with "
                "r * M / world_size == m, as if each were on its own node");
-  app.add_option("--emulate-ranks", options.emulate_ranks,
-                 "Benchmark: no real job; the monitors pretend to hold this many ranks in all");
-  app.add_flag("--bench", options.bench, "Benchmark the network on emulated ranks (with --emulate-ranks)");
-  app.add_option("--idle-seconds", options.idle_seconds, "Benchmark: how long to measure idle monitors");
-  app.add_option("--bench-samples", options.bench_samples, "Benchmark: samples to time")->check(CLI::Range(1, 1000000));
   app.add_flag("--stacks", options.stacks,
                "Do not watch: print the job's stacks from every node, merged into one call-graph prefix "
                "tree (parastack stacks across nodes), and exit");
@@ -498,12 +382,8 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  if (options.bench != (options.emulate_ranks > 0)) {
-    std::cerr << "parastack-monitor: --bench and --emulate-ranks go together\n";
-    return kExitUsage;
-  }
   std::optional<sampler::JobSelector> selector;
-  if (!options.bench && !options.check_options && !(selector = options.job.selector("parastack-monitor"))) {
+  if (!options.check_options && !(selector = options.job.selector("parastack-monitor"))) {
     return kExitUsage;
   }
   if (auto error = stats::config_error(options.watchdog)) {
@@ -529,28 +409,20 @@ int main(int argc, char** argv) {
   ::signal(SIGTERM, request_stop);
   ::signal(SIGINT, request_stop);
 
-  std::unique_ptr<watch::NodeWorker> worker;
-  if (options.bench) {
-    const auto per_monitor = static_cast<std::uint32_t>(options.emulate_ranks / static_cast<std::uint64_t>(size));
-    worker = std::make_unique<watch::EmulatedNodeWorker>(self, size, per_monitor, 1);
-  } else {
-    watch::NodeShare share;
-    if (options.share_node) share = {self, size};
-    auto here = *selector;
-    // --pid names a process on the leader's node; elsewhere that number is some other process, and
-    // the leader's launches (Discover) say which ranks are the job's.
-    if (self != 0) here.launcher = os::Pid{0};
-    worker = std::make_unique<watch::LiveNodeWorker>(here, share);
-  }
+  node::NodeShare share;
+  if (options.share_node) share = {self, size};
+  auto here = *selector;
+  // --pid names a process on the leader's node; elsewhere that number is some other process, and
+  // the leader's launches (Discover) say which ranks are the job's.
+  if (self != 0) here.launcher = os::Pid{0};
+  node::LiveNodeWorker worker(here, share);
   const auto hosts = network::gather_hosts();
   int status = 0;
   if (self != 0) {
-    network::serve(*worker);
+    network::serve(worker);
   } else {
-    network::MpiMonitors monitors(*worker, hosts, std::chrono::duration<double>(options.timeout));
-    status = options.bench    ? run_benchmark(monitors, options)
-             : options.stacks ? run_stacks(monitors, options, *selector)
-                              : run_leader(monitors, options, *selector, *logger);
+    network::MpiMonitors monitors(worker, hosts, std::chrono::duration<double>(options.timeout));
+    status = options.stacks ? run_stacks(monitors, options, *selector) : run_leader(monitors, options, *selector, *logger);
     if (status == 6) {
       // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
       // job is a different MPI job and is not touched).

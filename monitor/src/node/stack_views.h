@@ -9,7 +9,7 @@
 #include "parastack/diagnosis/prefix_tree.h"
 #include "sampler/stack_sampler.h"
 
-namespace parastack::watch {
+namespace parastack::node {
 
 struct StackViews {
   std::string text, dot;
@@ -33,4 +33,4 @@ std::string render_svg(const std::string& dot, std::string& problem);
 // sampled is a pseudo-frame ("[exited]"), STAT's way, not a hole in the tree.
 diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample);
 
-}  // namespace parastack::watch
+}  // namespace parastack::node

@@ -1,4 +1,4 @@
-#include "site_config.h"
+#include "cli/site_config.h"
 
 #include <cerrno>
 #include <cstring>

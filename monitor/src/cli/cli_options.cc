@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "commands.h"
+#include "cli/commands.h"
 
 namespace parastack::cli {
 

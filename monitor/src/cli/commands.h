@@ -40,8 +40,6 @@ std::function<int()> add_replay_command(CLI::App& app);
 std::function<int()> add_simulate_command(CLI::App& app);
 std::function<int()> add_ranks_command(CLI::App& app);
 std::function<int()> add_stack_command(CLI::App& app);
-std::function<int()> add_sample_bench_command(CLI::App& app);
-std::function<int()> add_stackbench_command(CLI::App& app);
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_stacks_command(CLI::App& app);
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "parastack/stats/trace.h"
 
 namespace parastack::cli {

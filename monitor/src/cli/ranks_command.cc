@@ -3,7 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
 

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <map>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "parastack/sim/campaign.h"
 #include "parastack/stats/trace.h"
 

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <thread>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
-#include "watch/stack_views.h"
+#include "node/stack_views.h"
 
 namespace parastack::cli {
 namespace {
@@ -38,7 +38,7 @@ int run_stacks(const StacksOptions& options, const sampler::JobSelector& selecto
     if (round > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.interval));
     for (const auto& rank : discovery.ranks) {
       instances.insert(rank.instance);
-      tree.add(watch::stack_trace_of(stack_sampler.sample(rank.pid, with_frames)),
+      tree.add(node::stack_trace_of(stack_sampler.sample(rank.pid, with_frames)),
                static_cast<diagnosis::Rank>(rank.rank));
     }
   }
@@ -46,11 +46,11 @@ int run_stacks(const StacksOptions& options, const sampler::JobSelector& selecto
     std::cerr << "parastack stacks: note: " << instances.size()
               << " MPI programs found; their rank numbers overlap in one tree\n";
   }
-  const auto views = watch::stack_views(
+  const auto views = node::stack_views(
       tree, "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
                 std::to_string(options.samples) + " sample(s) each",
       options.format == "svg");
-  return watch::print_stack_view(views, options.format, std::cout, std::cerr, "parastack stacks") ? kExitOk
+  return node::print_stack_view(views, options.format, std::cout, std::cerr, "parastack stacks") ? kExitOk
                                                                                                  : kExitUsage;
 }
 

@@ -7,11 +7,11 @@
 #include <memory>
 #include <thread>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "parastack/diagnosis/render.h"
 #include "parastack/stackbench/emulator.h"
 
-namespace parastack::cli {
+namespace parastack::bench {
 namespace {
 
 using stackbench::Reduction;
@@ -129,7 +129,7 @@ int run_stackbench(const StackbenchOptions& options) {
                         : options.print == "json" ? (diagnosis::to_json(tree) + "\n").c_str()
                                                   : diagnosis::to_text(tree, render).c_str());
   }
-  return kExitOk;
+  return cli::kExitOk;
 }
 
 }  // namespace
@@ -181,4 +181,4 @@ std::function<int()> add_stackbench_command(CLI::App& app) {
   };
 }
 
-}  // namespace parastack::cli
+}  // namespace parastack::bench

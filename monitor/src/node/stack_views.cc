@@ -1,4 +1,4 @@
-#include "watch/stack_views.h"
+#include "node/stack_views.h"
 
 #include <stdlib.h>
 
@@ -8,7 +8,7 @@
 #include "os/run_program.h"
 #include "parastack/diagnosis/render.h"
 
-namespace parastack::watch {
+namespace parastack::node {
 
 using namespace std::chrono_literals;
 
@@ -80,4 +80,4 @@ bool print_stack_view(const StackViews& views, const std::string& format, std::o
   return true;
 }
 
-}  // namespace parastack::watch
+}  // namespace parastack::node

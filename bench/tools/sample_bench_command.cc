@@ -12,11 +12,11 @@
 #include <map>
 #include <thread>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
 
-namespace parastack::cli {
+namespace parastack::bench {
 namespace {
 
 struct BenchOptions {
@@ -51,14 +51,14 @@ int run_loop(const BenchOptions& options) {
   }
   std::printf("sampled %zu times (%zu IN_MPI) every %.3f s until the job ended\n", samples, in_mpi,
               options.loop_seconds);
-  return kExitOk;
+  return cli::kExitOk;
 }
 
 int run_bench(const BenchOptions& options) {
   const auto ranks = ranks_of(options.launcher);
   if (ranks.empty()) {
     std::cerr << "parastack sample-bench: no ranks under pid " << options.launcher << "\n";
-    return kExitNoRanks;
+    return cli::kExitNoRanks;
   }
   if (options.loop_seconds > 0) return run_loop(options);
   const std::vector<std::pair<const char*, sampler::SamplePath>> paths{
@@ -101,7 +101,7 @@ int run_bench(const BenchOptions& options) {
                 percentile_us(fast, 0) / percentile_us(bare, 0),
                 percentile_us(fast, 0.5) / percentile_us(bare, 0.5));
   }
-  return kExitOk;
+  return cli::kExitOk;
 }
 
 }  // namespace
@@ -120,4 +120,4 @@ std::function<int()> add_sample_bench_command(CLI::App& app) {
   return [options] { return run_bench(*options); };
 }
 
-}  // namespace parastack::cli
+}  // namespace parastack::bench

@@ -20,15 +20,15 @@
 #include <set>
 #include <thread>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "os/launched_job.h"
 #include "parastack/stats/trace.h"
-#include "site_config.h"
+#include "cli/site_config.h"
 #include "sampler/rank_discovery.h"
 #include "network/monitors.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
-#include "watch/node_worker.h"
+#include "node/node_worker.h"
 #include "watch/report.h"
 
 namespace parastack::cli {
@@ -140,7 +140,7 @@ int run_watchdog(RunOptions options) {
     return job.terminate(std::chrono::milliseconds(static_cast<long>(grace * 1000)));
   };
   control.end_hint = "kill " + std::to_string(job.pid().value);
-  watch::LiveNodeWorker worker({sampler::JobSelector::Kind::Launcher, job.pid(), {}});
+  node::LiveNodeWorker worker({sampler::JobSelector::Kind::Launcher, job.pid(), {}});
   network::SoloMonitors monitors(worker, host);
 
   const auto outcome = watch::lead(monitors, leading, control, report, log);

@@ -1,7 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "commands.h"
+#include "cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace parastack::cli;
@@ -12,8 +12,6 @@ int main(int argc, char** argv) {
   const auto simulate = add_simulate_command(app);
   const auto ranks = add_ranks_command(app);
   const auto stack = add_stack_command(app);
-  const auto sample_bench = add_sample_bench_command(app);
-  const auto stackbench = add_stackbench_command(app);
   const auto run = add_run_command(app);
   const auto stacks = add_stacks_command(app);
   try {
@@ -27,8 +25,6 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("simulate")) return simulate();
     if (app.got_subcommand("ranks")) return ranks();
     if (app.got_subcommand("stack")) return stack();
-    if (app.got_subcommand("sample-bench")) return sample_bench();
-    if (app.got_subcommand("stackbench")) return stackbench();
     if (app.got_subcommand("run")) return run();
     if (app.got_subcommand("stacks")) return stacks();
   } catch (const std::exception& e) {
