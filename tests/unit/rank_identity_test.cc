@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "os/proc.h"
 #include "sampler/elf_symbols.h"
 
 namespace parastack::sampler {
@@ -58,8 +59,20 @@ TEST(LaunchKey, IsTheJobAndFirstAddressOfMpirunsUri) {
   EXPECT_NE(sampler::launch_key("5.0;tcp://10.0.0.1:1"), sampler::launch_key("5.0;tcp://10.0.0.2:1"));
 }
 
+// The C library this test runs on, wherever the machine keeps it: from the test's own mappings.
+std::string mapped_libc() {
+  const auto maps = os::read_maps(os::Pid{::getpid()});
+  if (maps) {
+    for (const auto& m : *maps) {
+      if (m.path.find("/libc.so") != std::string::npos) return m.path;
+    }
+  }
+  return {};
+}
+
 TEST(ElfSymbols, FindsMpiEntryPointsPreferringTheMpiAlias) {
-  const auto symbols = ElfSymbols::load("/usr/lib/x86_64-linux-gnu/libmpi.so.40");
+  // The MPI library the build found (CMake's FindMPI), not a path written here.
+  const auto symbols = ElfSymbols::load(MPI_LIBRARY_PATH);
   ASSERT_TRUE(symbols);
   EXPECT_TRUE(symbols->defines("MPI_Init"));
   EXPECT_FALSE(symbols->defines("MPI_No_such_call"));
@@ -67,10 +80,13 @@ TEST(ElfSymbols, FindsMpiEntryPointsPreferringTheMpiAlias) {
   ASSERT_TRUE(recv.has_value());
   EXPECT_EQ(symbols->function_at(*recv), "MPI_Recv");      // weak MPI_ alias, same address
   EXPECT_EQ(symbols->function_at(*recv + 4), "MPI_Recv");  // inside it
-  const auto libc = ElfSymbols::load("/usr/lib/x86_64-linux-gnu/libc.so.6");
+  const std::string libc_path = mapped_libc();
+  ASSERT_FALSE(libc_path.empty());
+  const auto libc = ElfSymbols::load(libc_path);
   ASSERT_TRUE(libc);
   EXPECT_FALSE(libc->defines("MPI_Init"));
-  EXPECT_FALSE(ElfSymbols::load("/etc/hostname"));  // not ELF
+  EXPECT_TRUE(libc->defines("malloc"));
+  EXPECT_FALSE(ElfSymbols::load(__FILE__));  // not ELF: this test's source
 }
 
 // Debian's programs are stripped (hpcc): their functions still have identities, from the unwind

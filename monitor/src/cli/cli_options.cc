@@ -6,6 +6,7 @@
 
 namespace parastack::cli {
 
+// Long on purpose: one registration per option.
 void add_model_options(CLI::App& command, stats::ModelConfig& config) {
   command.add_option("--alpha", config.alarm.alpha,
                      "Significance level: the accepted probability of a false alarm (per job with "
@@ -74,6 +75,35 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
       ->capture_default_str();
   command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")
       ->capture_default_str();
+}
+
+void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
+  add_model_options(command, options.watchdog.model);
+  command.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  command
+      .add_option_function<std::string>(
+          "--action",
+          [&options](const std::string& word) {
+            // The check below runs first: every word that gets here names an action.
+            if (const auto action = watch::action_from_string(word)) options.action = *action;
+          },
+          "On a confirmed hang: kill (terminate the job), report (and keep watching), stop (leave the ranks "
+          "stopped for a debugger)")
+      ->check(CLI::IsMember({"kill", "report", "stop"}))
+      ->default_str(std::string(watch::to_string(options.action)));
+  command.add_option("--report", options.report,
+                     "Report path (JSON); the text report, DOT, SVG and sample trace go beside it (default: "
+                     "./parastack-HOST-PID.json, written by the leader)");
+  command.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  command.add_option("--log-file", options.log_file, "Log to this file instead of stderr");
+  command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  command.add_option("--seed", options.seed, "Seed for the random choices (0: random)");
 }
 
 void JobSelectorOptions::add_to(CLI::App& command) {

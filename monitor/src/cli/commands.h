@@ -7,6 +7,7 @@
 
 #include "parastack/stats/hang_model.h"
 #include "sampler/rank_discovery.h"
+#include "watch/session.h"
 
 namespace parastack::cli {
 
@@ -16,6 +17,7 @@ inline constexpr int kExitUsage = 2;  // bad options or unreadable/invalid input
 inline constexpr int kExitHang = 3;   // a hang was confirmed
 inline constexpr int kExitNoRanks = 4; // no MPI rank was found
 inline constexpr int kExitNotMpi = 5;  // run: no MPI rank appeared within the startup timeout
+inline constexpr int kExitMonitoringLost = 6;  // parastack-monitor: a monitor stopped answering
 
 // The site configuration `parastack run` reads (PARASTACK_CONFIG or --config override the path).
 inline constexpr const char* kSiteConfig = "/etc/parastack/parastack.conf";
@@ -35,6 +37,9 @@ class JobSelectorOptions {
 
 // Model options shared by every command that runs the model (--alpha, --budget, ...).
 void add_model_options(CLI::App& command, stats::ModelConfig& config);
+// The options of every entrance that watches a job (parastack run, parastack-monitor): the model's,
+// --ranks, --action, --report, --grace, --log-file, --log-level, --seed.
+void add_watch_options(CLI::App& command, watch::WatchOptions& options);
 
 std::function<int()> add_replay_command(CLI::App& app);
 std::function<int()> add_simulate_command(CLI::App& app);

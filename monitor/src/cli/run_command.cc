@@ -6,7 +6,6 @@
 // pass through untouched.
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +20,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "os/host.h"
 #include "os/launched_job.h"
 #include "parastack/stats/trace.h"
 #include "cli/site_config.h"
@@ -38,14 +38,8 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 struct RunOptions {
-  stats::WatchdogConfig watchdog;
-  std::string action = "kill";
-  std::string report;
-  std::string log_file;
-  std::string log_level = "info";
-  double grace = 10;
+  watch::WatchOptions watch;
   double startup_timeout = 120;
-  std::uint64_t seed = 0;  // 0: random
   std::string config;
   std::vector<std::string> command;
 };
@@ -67,38 +61,30 @@ void install_signal_forwarding() {
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(s, &action, nullptr);
 }
 
-std::string hostname() {
-  utsname name{};
-  return ::uname(&name) == 0 ? name.nodename : "localhost";
-}
-
-int run_watchdog(RunOptions options) {
+int run_watchdog(const RunOptions& options) {
   if (options.command.empty()) {
     std::cerr << "parastack run: no command after '--' (example: parastack run -- mpirun -np 4 ./app)\n";
     return kExitUsage;
   }
-  if (auto error = stats::config_error(options.watchdog)) {
+  if (auto error = stats::config_error(options.watch.watchdog)) {
     std::cerr << "parastack run: " << *error << "\n";
     return kExitUsage;
   }
   std::shared_ptr<spdlog::logger> logger;
   try {
-    logger = watch::make_logger(options.log_file, options.log_level, "parastack");
+    logger = watch::make_logger(options.watch.log_file, options.watch.log_level, "parastack");
   } catch (const std::exception& e) {
-    std::cerr << "parastack run: cannot open the log file " << options.log_file << ": " << e.what() << "\n";
+    std::cerr << "parastack run: cannot open the log file " << options.watch.log_file << ": " << e.what() << "\n";
     return kExitUsage;
   }
   spdlog::logger& log = *logger;
-  const std::string host = hostname();
-  if (options.report.empty()) {
-    options.report = "parastack-" + host + "-" + std::to_string(::getpid()) + ".json";
-  }
-  const auto paths = watch::report_paths(options.report);
-  if (auto problem = watch::report_path_problem(paths.json)) {
-    log.error("the report cannot be written to {} ({}); the job runs and is watched, and a report "
-              "will go to this log",
-              paths.json, *problem);
-  }
+  // What lower layers log (the node worker's discovery problems) goes to this log too: spdlog's
+  // own default writes to stdout, which under `parastack run` is the job's.
+  spdlog::set_default_logger(logger);
+  const std::string host = os::host_name();
+  // Before the job starts: a report that cannot be written is said first.
+  watch::Session session(options.watch, host, options.command, 0, log);
+  session.leading().startup_timeout = options.startup_timeout;
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
   install_signal_forwarding();
 
@@ -108,34 +94,19 @@ int run_watchdog(RunOptions options) {
     return kExitUsage;
   }
   auto& job = std::get<os::LaunchedJob>(started);
-  const std::function<bool()> job_running = [&job] {
+  session.report().launcher_pid = job.pid().value;
+  log.info("watching {} (pid {}); alpha {}, {} ranks per set, action {}", options.command.front(), job.pid().value,
+           options.watch.watchdog.model.alarm.alpha, options.watch.watchdog.sampled_ranks,
+           watch::to_string(options.watch.action));
+
+  watch::JobControl control;
+  control.running = [&job] {
     if (const int signal = pending_signal) {
       pending_signal = 0;
       job.forward(signal);
     }
     return job.running();
   };
-  log.info("watching {} (pid {}); alpha {}, {} ranks per set, action {}", options.command.front(),
-           job.pid().value, options.watchdog.model.alarm.alpha, options.watchdog.sampled_ranks, options.action);
-
-  watch::RunReport report;
-  report.command = options.command;
-  report.launcher_pid = job.pid().value;
-  report.host = host;
-  report.action = options.action;
-  report.config = options.watchdog;
-  report.trace_path = paths.trace;
-  report.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-
-  watch::LeaderOptions leading;
-  leading.watchdog = options.watchdog;
-  leading.action = options.action;
-  leading.grace = options.grace;
-  leading.startup_timeout = options.startup_timeout;
-  leading.seed = options.seed ? options.seed : std::random_device{}();
-  leading.paths = paths;
-  watch::JobControl control;
-  control.running = job_running;
   control.terminate = [&job](double grace) {
     return job.terminate(std::chrono::milliseconds(static_cast<long>(grace * 1000)));
   };
@@ -143,7 +114,7 @@ int run_watchdog(RunOptions options) {
   node::LiveNodeWorker worker({sampler::JobSelector::Kind::Launcher, job.pid(), {}});
   network::SoloMonitors monitors(worker, host);
 
-  const auto outcome = watch::lead(monitors, leading, control, report, log);
+  const auto outcome = session.lead(monitors, control);
   if (outcome == watch::Outcome::Hang) return kExitHang;
   if (outcome == watch::Outcome::NoRanks) {
     log.error("no MPI rank appeared under '{}' within {} s (--startup-timeout): is it an MPI launcher "
@@ -153,13 +124,7 @@ int run_watchdog(RunOptions options) {
     return kExitNotMpi;
   }
   const int status = job.wait_exit();
-  if (report.verdict != "hang") {
-    report.verdict = "completed";
-    report.exit_status = status;
-    report.action_taken = "none";
-    report.ended_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    watch::write_report(report, paths, log);
-  }
+  session.write_final_report(status);
   return status;
 }
 
@@ -172,30 +137,11 @@ std::function<int()> add_run_command(CLI::App& app) {
       "Run an MPI job under the watchdog: parastack run [options] -- mpirun -np N ./app. A hang is "
       "detected statistically (no timeout), explained in a report, and acted on; a healthy job's "
       "output and exit status pass through untouched.");
-  add_model_options(*command, options->watchdog.model);
-  command->add_option("--ranks", options->watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
-      ->check(CLI::Range(1, 10000))
-      ->capture_default_str();
-  command->add_option("--action", options->action,
-                      "On a confirmed hang: kill (terminate the job), report (and keep watching), stop "
-                      "(leave the ranks stopped for a debugger)")
-      ->check(CLI::IsMember({"kill", "report", "stop"}))
-      ->capture_default_str();
-  command->add_option("--report", options->report,
-                      "Report path (JSON); the text report, DOT, SVG and sample trace go beside it "
-                      "(default: ./parastack-HOST-PID.json)");
-  command->add_option("--grace", options->grace, "Seconds between SIGTERM and SIGKILL with action kill")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  add_watch_options(*command, options->watch);
   command->add_option("--startup-timeout", options->startup_timeout,
                       "Seconds to wait for the first MPI rank before giving up watching")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
-  command->add_option("--log-file", options->log_file, "Log to this file instead of stderr");
-  command->add_option("--log-level", options->log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
-      ->capture_default_str();
-  command->add_option("--seed", options->seed, "Seed for the random choices (0: random)");
   command->add_option("command", options->command, "The launcher and its arguments, after --");
   auto* config = command->add_option("--config", options->config,
                                      std::string("Site configuration: key = value lines with the long option "

@@ -22,7 +22,7 @@ struct StacksOptions {
   bool expand_mpi = false;
 };
 
-int run_stacks(const StacksOptions& options, const sampler::JobSelector& selector) {
+int print_node_stacks(const StacksOptions& options, const sampler::JobSelector& selector) {
   const auto discovery = sampler::discover_ranks(selector);
   for (const auto& problem : discovery.problems) std::cerr << "parastack stacks: " << problem << "\n";
   if (discovery.ranks.empty()) {
@@ -74,7 +74,7 @@ std::function<int()> add_stacks_command(CLI::App& app) {
   command->add_flag("--expand-mpi", options->expand_mpi, "Keep the MPI library's internal frames");
   return [options] {
     const auto selector = options->job.selector("parastack stacks");
-    return selector ? run_stacks(*options, *selector) : kExitUsage;
+    return selector ? print_node_stacks(*options, *selector) : kExitUsage;
   };
 }
 

@@ -41,16 +41,23 @@ std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<n
 
 }  // namespace
 
+// Long on purpose: one case per request, each reading its arguments and writing its reply.
 std::string serve_request(node::NodeWorker& worker, int self, std::string_view request) {
   WireReader in(request);
   const auto kind = static_cast<Request>(in.u8());
+  // Requests without arguments: nothing may follow the code.
+  if (kind == Request::AllStates || kind == Request::IoBytes || kind == Request::GatherStacks ||
+      kind == Request::Exit) {
+    in.finish();
+  }
   WireWriter out;
   switch (kind) {
     case Request::Discover: {
       // One block per monitor: its host once, a table of the (instance, command) pairs, then
       // 14 bytes per rank: a million-rank table is 14 MB, not a string per rank.
-      std::vector<std::string> launches(in.u32());
+      std::vector<std::string> launches(in.count(sizeof(std::uint32_t)));
       for (auto& l : launches) l = in.str();
+      in.finish();
       const auto ranks = worker.discover(launches);
       std::vector<std::pair<std::string, std::string>> programs;
       std::vector<std::uint16_t> program_of;
@@ -69,16 +76,20 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       }
       break;
     }
-    case Request::Adopt:
-      worker.adopt(in.str());
+    case Request::Adopt: {
+      const std::string instance = in.str();
+      in.finish();
+      worker.adopt(instance);
       out.u32(static_cast<std::uint32_t>(worker.ranks().size()));
       break;
+    }
     case Request::Snapshot: {
-      std::vector<int> local(in.u32());
+      std::vector<int> local(in.count(sizeof(std::int32_t)));
       for (auto& l : local) {
         l = in.i32();
         if (l < 0 || static_cast<std::size_t>(l) >= worker.ranks().size()) throw WireError("no such rank here");
       }
+      in.finish();
       const auto snapshots = worker.snapshot(local);
       out.u32(static_cast<std::uint32_t>(snapshots.size()));
       for (const auto& s : snapshots) {
@@ -104,10 +115,14 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       const auto tree = worker.gather_stacks(records);
       return encode_stacks(tree, records);
     }
-    case Request::Signal:
-      worker.signal(in.i32());
+    case Request::Signal: {
+      const int signal = in.i32();
+      in.finish();
+      worker.signal(signal);
       break;
+    }
     case Request::Usage:
+      in.finish();
       out.f64(process_cpu_seconds()).f64(seconds_since_start()).u64(worker.samples_taken());
       break;
     case Request::Exit:
@@ -178,12 +193,13 @@ std::vector<TableEntry> decode_discovery(std::string_view reply) {
   for (std::uint32_t blocks = in.u32(); blocks > 0; --blocks) {
     const int monitor = in.i32();
     const std::string host = in.str();
-    std::vector<std::pair<std::string, std::string>> programs(in.u32());
+    std::vector<std::pair<std::string, std::string>> programs(in.count(2 * 4));
     for (auto& [instance, command] : programs) {
       instance = in.str();
       command = in.str();
     }
-    for (std::uint32_t n = in.u32(); n > 0; --n) {
+    // 14 bytes per rank: rank, world size, pid, program.
+    for (std::uint32_t n = in.count(14); n > 0; --n) {
       TableEntry e;
       e.monitor = monitor;
       e.rank.rank = in.i32();
@@ -197,35 +213,39 @@ std::vector<TableEntry> decode_discovery(std::string_view reply) {
       entries.push_back(std::move(e));
     }
   }
+  in.finish();
   return entries;
 }
 
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
   WireReader in(reply);
-  std::vector<stats::RankSnapshot> snapshots(in.u32());
+  std::vector<stats::RankSnapshot> snapshots(in.count(1 + 4 + 8));
   for (auto& s : snapshots) {
     s.state = read_state(in);
     s.mpi_function = in.str();
     s.path = in.u64();
   }
+  in.finish();
   return snapshots;
 }
 
 std::vector<stats::RankState> decode_states(std::string_view reply) {
   WireReader in(reply);
-  std::vector<stats::RankState> states(in.u32());
+  std::vector<stats::RankState> states(in.count(1));
   for (auto& s : states) s = read_state(in);
+  in.finish();
   return states;
 }
 
 std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply) {
   WireReader in(reply);
-  std::vector<std::optional<std::uint64_t>> bytes(in.u32());
+  std::vector<std::optional<std::uint64_t>> bytes(in.count(1 + 8));
   for (auto& b : bytes) {
     const bool known = in.u8() != 0;
     const auto value = in.u64();
     if (known) b = value;
   }
+  in.finish();
   return bytes;
 }
 
@@ -237,7 +257,7 @@ GatheredStacks decode_stacks(std::string_view reply) {
     throw WireError("bad stack tree from a monitor: " + error->message);
   }
   result.tree = std::move(std::get<diagnosis::PrefixTree>(decoded));
-  result.records.resize(in.u32());
+  result.records.resize(in.count(4 + 4 + 3 * 4));
   for (auto& r : result.records) {
     r.rank = in.i32();
     r.pid = in.i32();
@@ -245,6 +265,7 @@ GatheredStacks decode_stacks(std::string_view reply) {
     r.state = in.str();
     r.mpi_function = in.str();
   }
+  in.finish();
   return result;
 }
 
@@ -254,6 +275,7 @@ Usage decode_usage(std::string_view reply) {
   u.cpu_seconds = in.f64();
   u.wall_seconds = in.f64();
   u.samples = in.u64();
+  in.finish();
   return u;
 }
 

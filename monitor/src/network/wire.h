@@ -1,6 +1,8 @@
-// The byte layout of the monitors' requests and replies: little-endian integers, length-prefixed
-// strings, nothing else. Both ends are the same build of parastack (one mpirun), so there is no
-// versioning; a short or malformed message throws WireError, which the receiver reports.
+// The byte layout of the monitors' requests and replies: integers in the host's byte order,
+// length-prefixed strings, nothing else. Both ends are the same build of parastack on the same
+// architecture (one mpirun; x86-64 only today), so there is no versioning and no byte swapping. A
+// short, long or malformed message throws WireError, which the receiver reports; a count is checked
+// against the bytes left before anything is allocated for it.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +57,18 @@ class WireReader {
     at_ += n;
     return v;
   }
+  // A count of items of at least min_item_bytes each: more than the message can hold is corrupt
+  // (and must not become a 4-billion-element allocation).
+  std::uint32_t count(std::size_t min_item_bytes) {
+    const std::uint32_t n = u32();
+    if (min_item_bytes > 0 && n > (bytes_.size() - at_) / min_item_bytes) throw WireError("corrupt count in a monitor message");
+    return n;
+  }
   bool done() const { return at_ == bytes_.size(); }
+  // The message must end here: bytes left over mean the two ends disagree on its layout.
+  void finish() const {
+    if (!done()) throw WireError("monitor message longer than its contents");
+  }
 
  private:
   void need(std::size_t n) const {

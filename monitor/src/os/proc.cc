@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <sstream>
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
 
 #include "os/scoped_fd.h"
 
@@ -41,32 +43,6 @@ std::vector<std::string> split_nul(const std::string& data) {
     start = end + 1;
   }
   return parts;
-}
-
-std::optional<ProcStat> parse_stat(const std::string& text) {
-  // "pid (comm) state ppid ...": comm can hold anything, so split at the last ')'.
-  const auto open = text.find('(');
-  const auto close = text.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) {
-    errno = EINVAL;
-    return std::nullopt;
-  }
-  ProcStat stat;
-  stat.comm = text.substr(open + 1, close - open - 1);
-  std::istringstream rest(text.substr(close + 2));
-  std::vector<std::string> fields;
-  for (std::string field; rest >> field;) fields.push_back(field);
-  // fields[0] is field 3 (state); utime=14, stime=15, starttime=22 in proc(5) numbering.
-  if (fields.size() < 20) {
-    errno = EINVAL;
-    return std::nullopt;
-  }
-  stat.state = fields[0][0];
-  stat.parent = Pid{static_cast<pid_t>(std::stol(fields[1]))};
-  stat.flags = std::stoul(fields[6]);
-  stat.cpu_ticks = std::stoull(fields[11]) + std::stoull(fields[12]);
-  stat.start_ticks = std::stoull(fields[19]);
-  return stat;
 }
 
 std::vector<pid_t> numeric_entries(const std::string& dir) {
@@ -119,13 +95,7 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid) {
 std::optional<ProcStatus> read_status(Pid pid) {
   auto text = read_file_raw(proc_dir(pid) + "/status");
   if (!text) return std::nullopt;
-  ProcStatus status;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with("Uid:")) status.real_uid = static_cast<uid_t>(std::stoul(line.substr(4)));
-    if (line.starts_with("TracerPid:")) status.tracer = static_cast<pid_t>(std::stol(line.substr(10)));
-  }
-  return status;
+  return parse_status(*text);
 }
 
 std::vector<Pid> list_processes() {
@@ -143,20 +113,111 @@ std::vector<Tid> list_threads(Pid pid) {
 std::optional<std::vector<Mapping>> read_maps(Pid pid) {
   auto text = read_file_raw(proc_dir(pid) + "/maps");
   if (!text) return std::nullopt;
+  return parse_maps(*text);
+}
+
+std::optional<IoCounters> read_io(Pid pid) {
+  auto text = read_file_raw(proc_dir(pid) + "/io");
+  if (!text) return std::nullopt;
+  return parse_io(*text);
+}
+
+// ---- parsers: pure, and never throw on what they are given ----
+
+namespace {
+
+// The unsigned number at the start of `text` (after blanks), or nullopt.
+template <class T>
+std::optional<T> number_at(std::string_view text, int base = 10) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return std::nullopt;
+  T value{};
+  const auto [end, error] = std::from_chars(text.data() + first, text.data() + text.size(), value, base);
+  if (error != std::errc()) return std::nullopt;
+  return value;
+}
+
+// The value of the "Key:" line of a key-value file (/proc/PID/status, io), or an empty view.
+std::string_view value_of(std::string_view text, std::string_view key) {
+  for (std::size_t at = 0; at < text.size();) {
+    const auto end = std::min(text.find('\n', at), text.size());
+    const auto line = text.substr(at, end - at);
+    if (line.starts_with(key)) return line.substr(key.size());
+    at = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<ProcStat> parse_stat(std::string_view text) {
+  // "pid (comm) state ppid ...": comm can hold anything, so split at the last ')'.
+  const auto open = text.find('(');
+  const auto close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    errno = EINVAL;
+    return std::nullopt;
+  }
+  ProcStat stat;
+  stat.comm = std::string(text.substr(open + 1, close - open - 1));
+  // fields[0] is field 3 (state); flags = 9, utime = 14, stime = 15, starttime = 22 (proc(5)).
+  std::vector<std::string_view> fields;
+  const auto rest = text.substr(close + 1);
+  for (std::size_t at = 0; at < rest.size();) {
+    const auto first = rest.find_first_not_of(" \n", at);
+    if (first == std::string_view::npos) break;
+    const auto end = std::min(rest.find_first_of(" \n", first), rest.size());
+    fields.push_back(rest.substr(first, end - first));
+    at = end;
+  }
+  if (fields.size() < 20 || fields[0].size() != 1) {
+    errno = EINVAL;
+    return std::nullopt;
+  }
+  const auto parent = number_at<pid_t>(fields[1]);
+  const auto flags = number_at<unsigned long>(fields[6]);
+  const auto utime = number_at<std::uint64_t>(fields[11]);
+  const auto stime = number_at<std::uint64_t>(fields[12]);
+  const auto start = number_at<std::uint64_t>(fields[19]);
+  if (!parent || !flags || !utime || !stime || !start) {
+    errno = EINVAL;
+    return std::nullopt;
+  }
+  stat.state = fields[0][0];
+  stat.parent = Pid{*parent};
+  stat.flags = *flags;
+  stat.cpu_ticks = *utime + *stime;
+  stat.start_ticks = *start;
+  return stat;
+}
+
+std::optional<ProcStatus> parse_status(std::string_view text) {
+  const auto uid = number_at<uid_t>(value_of(text, "Uid:"));
+  const auto tracer = number_at<pid_t>(value_of(text, "TracerPid:"));
+  if (!uid || !tracer) {
+    errno = EINVAL;
+    return std::nullopt;
+  }
+  return ProcStatus{*uid, *tracer};
+}
+
+std::vector<Mapping> parse_maps(std::string_view text) {
   std::vector<Mapping> maps;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
+  for (std::size_t at = 0; at < text.size();) {
+    const auto end = std::min(text.find('\n', at), text.size());
+    const std::string line(text.substr(at, end - at));
+    at = end + 1;
     // start-end perms offset dev inode [path]
     Mapping m;
     char perms[5] = {};
-    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+    unsigned long long start = 0, stop = 0, offset = 0, inode = 0;
     int path_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %*s %llu %n", &start, &end, perms, &offset,
-                    &inode, &path_at) < 5) {
-      continue;
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %*s %llu %n", &start, &stop, perms, &offset, &inode,
+                    &path_at) < 5) {
+      continue;  // not a mapping line: skipped, never guessed
     }
     m.start = start;
-    m.end = end;
+    m.end = stop;
     m.offset = offset;
     m.inode = inode;
     m.readable = perms[0] == 'r';
@@ -167,16 +228,14 @@ std::optional<std::vector<Mapping>> read_maps(Pid pid) {
   return maps;
 }
 
-std::optional<IoCounters> read_io(Pid pid) {
-  auto text = read_file_raw(proc_dir(pid) + "/io");
-  if (!text) return std::nullopt;
-  IoCounters io;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with("rchar:")) io.read_chars = std::stoull(line.substr(6));
-    if (line.starts_with("wchar:")) io.written_chars = std::stoull(line.substr(6));
+std::optional<IoCounters> parse_io(std::string_view text) {
+  const auto read = number_at<std::uint64_t>(value_of(text, "rchar:"));
+  const auto written = number_at<std::uint64_t>(value_of(text, "wchar:"));
+  if (!read || !written) {
+    errno = EINVAL;
+    return std::nullopt;
   }
-  return io;
+  return IoCounters{*read, *written};
 }
 
 }  // namespace parastack::os

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -55,5 +56,12 @@ struct IoCounters {
   std::uint64_t read_chars = 0, written_chars = 0;  // rchar, wchar
 };
 std::optional<IoCounters> read_io(Pid pid);
+
+// The parsers behind the readers, on a file's text: pure, and they never throw. nullopt (errno
+// EINVAL) when a field they need is missing or not a number; parse_maps skips lines it cannot read.
+std::optional<ProcStat> parse_stat(std::string_view text);
+std::optional<ProcStatus> parse_status(std::string_view text);
+std::vector<Mapping> parse_maps(std::string_view text);
+std::optional<IoCounters> parse_io(std::string_view text);
 
 }  // namespace parastack::os

@@ -10,17 +10,9 @@
 #include <sstream>
 #include <thread>
 
+#include "os/scoped_fd.h"
+
 namespace parastack::os {
-namespace {
-
-struct OwnedFd {
-  int fd = -1;
-  ~OwnedFd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-}  // namespace
 
 int run_program(const std::vector<std::string>& argv, std::chrono::seconds limit, const std::string& input,
                 std::string* output) {
@@ -29,22 +21,25 @@ int run_program(const std::vector<std::string>& argv, std::chrono::seconds limit
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   // The input in an anonymous memory file: no pipe to keep fed, no temporary file left behind.
-  OwnedFd in, out;
+  ScopedFd in, out;
   if (!input.empty()) {
-    in.fd = ::memfd_create("parastack-input", MFD_CLOEXEC);
-    if (in.fd < 0 || ::write(in.fd, input.data(), input.size()) != static_cast<ssize_t>(input.size()) ||
-        ::lseek(in.fd, 0, SEEK_SET) != 0) {
+    in = ScopedFd(::memfd_create("parastack-input", MFD_CLOEXEC));
+    if (!in.valid() || ::write(in.get(), input.data(), input.size()) != static_cast<ssize_t>(input.size()) ||
+        ::lseek(in.get(), 0, SEEK_SET) != 0) {
       return -1;
     }
   }
-  if (output && (out.fd = ::memfd_create("parastack-output", MFD_CLOEXEC)) < 0) return -1;
+  if (output) {
+    out = ScopedFd(::memfd_create("parastack-output", MFD_CLOEXEC));
+    if (!out.valid()) return -1;
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     const int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) {
-      ::dup2(in.fd >= 0 ? in.fd : null, STDIN_FILENO);
-      ::dup2(out.fd >= 0 ? out.fd : null, STDOUT_FILENO);
+      ::dup2(in.valid() ? in.get() : null, STDIN_FILENO);
+      ::dup2(out.valid() ? out.get() : null, STDOUT_FILENO);
     }
     ::execvp(args[0], args.data());
     ::_exit(127);
@@ -65,8 +60,8 @@ int run_program(const std::vector<std::string>& argv, std::chrono::seconds limit
   if (output) {
     output->clear();
     char buffer[4096];
-    ::lseek(out.fd, 0, SEEK_SET);
-    for (ssize_t n; (n = ::read(out.fd, buffer, sizeof buffer)) > 0;) output->append(buffer, static_cast<std::size_t>(n));
+    ::lseek(out.get(), 0, SEEK_SET);
+    for (ssize_t n; (n = ::read(out.get(), buffer, sizeof buffer)) > 0;) output->append(buffer, static_cast<std::size_t>(n));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -110,8 +110,8 @@ const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {
   return nullptr;
 }
 
-Frame ProcessImage::describe(std::uint64_t address) {
-  Frame frame{address, {}, {}};
+SampledFrame ProcessImage::describe(std::uint64_t address) {
+  SampledFrame frame{address, {}, {}};
   const os::Mapping* m = mapping_at(address);
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return frame;

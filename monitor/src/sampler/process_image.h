@@ -15,7 +15,7 @@
 #include "os/proc.h"
 #include "sampler/classify.h"
 #include "sampler/elf_symbols.h"
-#include "sampler/frame.h"
+#include "sampler/sampled_frame.h"
 
 namespace parastack::sampler {
 
@@ -36,7 +36,7 @@ class ProcessImage {
 
   // Function name (demangled) and module of a code address; refreshes the mappings once if the
   // address is in none of them (a library loaded since, as Open MPI loads its components).
-  Frame describe(std::uint64_t address);
+  SampledFrame describe(std::uint64_t address);
   // Where the function containing a code address starts, in this process: a function's identity
   // for the call-path signature, at the cost of a binary search (no name copied, nothing
   // demangled). In a stripped file, the start of the unwind table entry (.eh_frame_hdr) holding

@@ -1,6 +1,5 @@
 #include "sampler/rank_discovery.h"
 
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "os/host.h"
 #include "os/proc.h"
 
 namespace parastack::sampler {
@@ -21,11 +21,6 @@ std::optional<int> to_int(const std::string& text) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-std::string hostname() {
-  utsname name{};
-  return ::uname(&name) == 0 ? name.nodename : "localhost";
 }
 
 const std::string* find(const std::vector<std::pair<std::string, std::string>>& env, std::string_view key) {
@@ -148,7 +143,7 @@ std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::strin
 Discovery discover_ranks(const JobSelector& selector) {
   Discovery discovery;
   const pid_t self = ::getpid();
-  const std::string host = hostname();
+  const std::string host = os::host_name();
 
   const ProcessTree tree;
   const bool by_launch = selector.kind == JobSelector::Kind::Launcher && !selector.launches.empty();

@@ -299,7 +299,7 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   if (options.frames) {
     for (std::size_t i = 0; i < deciding->frames.size(); ++i) {
       const std::uint64_t looked_up = deciding->frames[i] - (i > 0 ? 1 : 0);
-      Frame frame = image->describe(looked_up);
+      SampledFrame frame = image->describe(looked_up);
       frame.address = deciding->frames[i];
       frame.mpi = std::any_of(image->mpi_code().begin(), image->mpi_code().end(),
                               [&](const CodeRange& code) { return code.contains(looked_up); });

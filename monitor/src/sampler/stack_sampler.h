@@ -23,7 +23,7 @@
 
 #include "os/ids.h"
 #include "os/stopped_thread.h"
-#include "sampler/frame.h"
+#include "sampler/sampled_frame.h"
 #include "parastack/stats/verification.h"
 
 namespace parastack::sampler {
@@ -56,7 +56,7 @@ struct RankSample {
   std::string note;                        // why Unknown, or anything unusual
   std::string mpi_function;                // the MPI call the application made (when IN_MPI)
   std::uint64_t path = 0;                  // call-path signature (path_signature.h); 0: unknown
-  std::vector<Frame> frames;               // with SampleOptions::frames
+  std::vector<SampledFrame> frames;               // with SampleOptions::frames
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;
   bool thread_multiple = false;

@@ -158,11 +158,197 @@ bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::log
   return false;
 }
 
+namespace {
+
+// The words for a hang in the log: "computation error, faulty rank(s) 6" or "communication error...".
+std::string hang_words(const stats::HangFinding& finding, const std::vector<int>& faulty_ranks) {
+  return finding.computation_error() ? "computation error, faulty rank(s) " + join(faulty_ranks)
+                                     : "communication error: every rank waits in MPI";
+}
+
+// A confirmed hang into the report: the finding, the faulty ranks, when, and every rank's stack.
+void record_hang(RunReport& report, const stats::HangFinding& finding, network::ClusterProbe& probe,
+                 const stats::Watchdog& watchdog, spdlog::logger& log) {
+  report.verdict = JobVerdict::Hang;
+  report.finding = finding;
+  report.faulty_ranks.clear();
+  for (int index : finding.faulty_ranks) report.faulty_ranks.push_back(probe.rank_of(index));
+  report.detected_at = probe.unix_time(finding.confirmed_at);
+  report.onset_estimate = probe.unix_time(finding.decision.onset());
+  report.observations = watchdog.observations();
+  report.interval = watchdog.model().interval();
+  auto stacks = probe.gather_stacks();
+  report.ranks = std::move(stacks.records);
+  report.stacks = node::stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection");
+  if (!report.stacks->svg_problem.empty()) log.warn("no SVG in the report: {}", report.stacks->svg_problem);
+  report.samples = probe.samples_taken();
+  report.ended_at = probe.unix_time(probe.now());
+}
+
+// What the action does, in the report's words (written before it is taken: a kill may end us).
+std::string describe_action(const LeaderOptions& options, const JobControl& job, const network::ClusterProbe& probe,
+                            const RunReport& report) {
+  switch (options.action) {
+    case Action::Kill:
+      return !job.terminate_how.empty() ? job.terminate_how
+                                        : "the job was terminated (SIGTERM, then SIGKILL after " +
+                                              std::to_string(static_cast<int>(options.grace)) + " s)";
+    case Action::Stop: {
+      std::string pids;
+      std::set<std::string> hosts;
+      int representative_pid = probe.table().front().rank.pid;
+      const int representative = report.faulty_ranks.empty() ? probe.rank_of(0) : report.faulty_ranks.front();
+      for (const auto& e : probe.table()) {
+        pids += " " + std::to_string(e.rank.pid);
+        hosts.insert(e.rank.host);
+        if (e.rank.rank == representative) representative_pid = e.rank.pid;
+      }
+      return "the ranks were left stopped for a debugger (e.g. gdb -p " + std::to_string(representative_pid) +
+             (hosts.size() > 1 ? " on its host" : "") + "); resume them with kill -CONT" + pids +
+             ", or end the job with " + job.end_hint;
+    }
+    case Action::Report: return "reported; the job was left running and is still watched";
+  }
+  return "?";
+}
+
+// Report, tell, act: one order for every action. True when watching ends (kill, stop).
+bool act_on_hang(const LeaderOptions& options, JobControl& job, network::ClusterProbe& probe, RunReport& report,
+                 spdlog::logger& log) {
+  report.action_taken = describe_action(options, job, probe, report);
+  // Stopped at once, as they were found; the report and the mail then take their time.
+  if (options.action == Action::Stop) probe.signal(SIGSTOP);
+  write_report(report, options.paths, log);
+  if (job.notify) job.notify(report);
+  switch (options.action) {
+    case Action::Kill: {
+      const int killed = job.terminate(options.grace);
+      log.info("job terminated{}", killed ? " (" + std::to_string(killed) + " process(es) needed SIGKILL)" : "");
+      return true;
+    }
+    case Action::Stop: log.info("{}", report.action_taken); return true;
+    case Action::Report: return false;
+  }
+  return false;
+}
+
+// The sample trace: written as it goes, or held in memory and written only for a hang.
+class TraceSink {
+ public:
+  TraceSink(const LeaderOptions& options, spdlog::logger& log) : options_(options), log_(log) {
+    if (options_.trace_on_hang_only) return;
+    file_.open(options_.paths.trace, std::ios::trunc);
+    if (!file_) log_.warn("cannot write the sample trace {}: {}", options_.paths.trace, std::strerror(errno));
+  }
+  void add(const stats::Observation& o) {
+    if (options_.trace_on_hang_only) {
+      held_ += stats::format_trace_line(o) + "\n";
+    } else if (file_) {
+      file_ << stats::format_trace_line(o) << "\n" << std::flush;
+    }
+  }
+  void keep_for_hang() {
+    if (options_.trace_on_hang_only && !(std::ofstream(options_.paths.trace, std::ios::trunc) << held_)) {
+      log_.warn("cannot write the sample trace {}: {}", options_.paths.trace, std::strerror(errno));
+    }
+  }
+
+ private:
+  const LeaderOptions& options_;
+  spdlog::logger& log_;
+  std::ofstream file_;
+  std::string held_;
+};
+
+// The hooks that log the watch of one program, trace it and account for what it covered.
+stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& trace, RunReport& report,
+                                 bool& hang_episode, spdlog::logger& log) {
+  struct Progress {
+    double last_decision_t = 0;
+    bool ready_logged = false, unbuilt_warned = false;
+  };
+  auto progress = std::make_shared<Progress>();
+  stats::WatchdogHooks hooks;
+  hooks.on_decision = [&, progress](const stats::Decision& d) {
+    trace.add(d.observation);
+    if (d.verdict == stats::Verdict::Healthy) hang_episode = false;
+    account_coverage(report.coverage, watchdog.model(), d, progress->last_decision_t);
+    if (!progress->ready_logged && watchdog.model().ready()) {
+      progress->ready_logged = true;
+      log.info("model built after {:.1f} s (I = {} s); testing every sample from now on", d.observation.t, d.interval);
+    }
+    // Said once: without a model nothing can be detected, and the user should know why.
+    if (!progress->ready_logged && !progress->unbuilt_warned && d.observation.t > kUnbuiltWarning) {
+      progress->unbuilt_warned = true;
+      log.warn("no model after {:.0f} s (I = {} s): the sampled ranks' states do not vary randomly (for "
+               "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
+               d.observation.t, d.interval);
+    }
+    log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
+              d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
+              d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
+              d.stasis.early_streak, d.stasis.early_needed);
+  };
+  hooks.on_alarm = [&](const stats::Alarm& alarm) {
+    ++report.alarms;
+    if (alarm.slowdown) {
+      ++report.slowdowns;
+      if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);
+      log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
+               alarm.evidence);
+    } else {
+      log.warn("alarm at t={:.1f} s: no progress on any sampled rank; checking all ranks", alarm.decision.observation.t);
+    }
+  };
+  return hooks;
+}
+
+enum class ProgramEnd { Ended, Acted };
+
+// Watches one MPI program until its ranks end or a hang is acted on (kill, stop). With action
+// report, a hang is reported once and watched on; `hang_reported` says whether one was.
+ProgramEnd watch_program(network::Monitors& monitors, const LeaderOptions& options, JobControl& job,
+                         std::vector<network::TableEntry> table, const std::string& instance, std::uint64_t seed,
+                         RunReport& report, bool& hang_reported, spdlog::logger& log) {
+  report.instance = instance;
+  // Every monitor adopts: those without ranks of this program forget the previous one's.
+  std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
+  for (int m = 0; m < monitors.count(); ++m) everyone[static_cast<std::size_t>(m)] = m;
+  monitors.call(everyone, network::adopt_request(instance));
+  network::ClusterProbe probe(monitors, std::move(table), job.running);
+  const int rank_count = static_cast<int>(probe.table().size());
+  stats::Watchdog watchdog(options.watchdog, rank_count, seed);
+  std::set<std::string> hosts;
+  for (const auto& e : probe.table()) hosts.insert(e.rank.host);
+  log.info("found {} rank(s) of MPI program {} ({}) on {} host(s); sampling {} set(s) of {}", rank_count,
+           probe.table().front().rank.command, instance, hosts.size(), watchdog.sets().size(),
+           watchdog.sets().front().size());
+  TraceSink trace(options, log);
+  bool hang_episode = false;  // a hang was reported and no healthy sample has been seen since
+  const auto hooks = watch_hooks(watchdog, trace, report, hang_episode, log);
+  while (auto finding = watchdog.watch(probe, hooks)) {
+    if (hang_episode) {  // the hang we reported goes on (action report)
+      watchdog.resume_after_hang();
+      continue;
+    }
+    trace.keep_for_hang();
+    record_hang(report, *finding, probe, watchdog, log);
+    log.error("HANG detected: {}", hang_words(*finding, report.faulty_ranks));
+    if (act_on_hang(options, job, probe, report, log)) return ProgramEnd::Acted;
+    hang_reported = hang_episode = true;
+    watchdog.resume_after_hang();
+  }
+  report.observations += watchdog.observations();
+  report.samples += probe.samples_taken();
+  report.interval = watchdog.model().interval();
+  return ProgramEnd::Ended;
+}
+
+}  // namespace
+
 Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobControl& job, RunReport& report,
              spdlog::logger& log) {
-  if (monitors.count() > 1) {
-    log.info("{} monitors on {}", monitors.count(), monitor_hosts(monitors));
-  }
+  if (monitors.count() > 1) log.info("{} monitors on {}", monitors.count(), monitor_hosts(monitors));
   std::set<std::string> watched;
   bool hang_reported = false;
   const auto started = Clock::now();
@@ -182,131 +368,11 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
         break;
       }
       watched.insert(instance);
-      report.instance = instance;
-      // Every monitor adopts: those without ranks of this program forget the previous one's.
-      std::vector<int> everyone(static_cast<std::size_t>(monitors.count()));
-      for (int m = 0; m < monitors.count(); ++m) everyone[static_cast<std::size_t>(m)] = m;
-      monitors.call(everyone, network::adopt_request(instance));
-      network::ClusterProbe probe(monitors, std::move(table), job.running);
-      const int rank_count = static_cast<int>(probe.table().size());
-      stats::Watchdog watchdog(options.watchdog, rank_count, options.seed + watched.size());
-      std::set<std::string> hosts;
-      for (const auto& e : probe.table()) hosts.insert(e.rank.host);
-      log.info("found {} rank(s) of MPI program {} ({}) on {} host(s); sampling {} set(s) of {}", rank_count,
-               probe.table().front().rank.command, instance, hosts.size(), watchdog.sets().size(),
-               watchdog.sets().front().size());
-      std::ofstream trace;
-      std::string held_trace;  // trace_on_hang_only
-      if (!options.trace_on_hang_only) {
-        trace.open(options.paths.trace, std::ios::trunc);
-        if (!trace) log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
-      }
-      bool hang_episode = false;  // a hang was reported and no healthy sample has been seen since
-      double last_decision_t = 0;
       report.coverage.found_at = std::chrono::duration<double>(Clock::now() - started).count();
-      bool ready_logged = false, unbuilt_warned = false;
-      stats::WatchdogHooks hooks;
-      hooks.on_decision = [&](const stats::Decision& d) {
-        if (options.trace_on_hang_only) {
-          held_trace += stats::format_trace_line(d.observation) + "\n";
-        } else if (trace) {
-          trace << stats::format_trace_line(d.observation) << "\n" << std::flush;
-        }
-        if (d.verdict == stats::Verdict::Healthy) hang_episode = false;
-        account_coverage(report.coverage, watchdog.model(), d, last_decision_t);
-        if (!ready_logged && watchdog.model().ready()) {
-          ready_logged = true;
-          log.info("model built after {:.1f} s (I = {} s); testing every sample from now on", d.observation.t,
-                   d.interval);
-        }
-        // Said once: without a model nothing can be detected, and the user should know why.
-        if (!ready_logged && !unbuilt_warned && d.observation.t > kUnbuiltWarning) {
-          unbuilt_warned = true;
-          log.warn("no model after {:.0f} s (I = {} s): the sampled ranks' states do not vary randomly (for "
-                   "example always inside MPI), so a hang cannot be told from this behaviour yet; "
-                   "watching on",
-                   d.observation.t, d.interval);
-        }
-        log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
-                  d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
-                  d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
-                  d.stasis.early_streak, d.stasis.early_needed);
-      };
-      hooks.on_alarm = [&](const stats::Alarm& alarm) {
-        ++report.alarms;
-        if (alarm.slowdown) {
-          ++report.slowdowns;
-          if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);
-          log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
-                   alarm.evidence);
-        } else {
-          log.warn("alarm at t={:.1f} s: no progress on any sampled rank; checking all ranks",
-                   alarm.decision.observation.t);
-        }
-      };
-
-      while (auto finding = watchdog.watch(probe, hooks)) {
-        if (hang_episode) {  // the hang we reported goes on (action report)
-          watchdog.resume_after_hang();
-          continue;
-        }
-        report.verdict = "hang";
-        report.finding = finding;
-        if (options.trace_on_hang_only && !(std::ofstream(options.paths.trace, std::ios::trunc) << held_trace)) {
-          log.warn("cannot write the sample trace {}: {}", options.paths.trace, std::strerror(errno));
-        }
-        report.faulty_ranks.clear();
-        for (int index : finding->faulty_ranks) report.faulty_ranks.push_back(probe.rank_of(index));
-        report.detected_at = probe.unix_time(finding->confirmed_at);
-        report.onset_estimate = probe.unix_time(finding->decision.onset());
-        report.observations = watchdog.observations();
-        report.interval = watchdog.model().interval();
-        auto stacks = probe.gather_stacks();
-        report.ranks = std::move(stacks.records);
-        report.stacks = node::stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection");
-        if (!report.stacks->svg_problem.empty()) log.warn("no SVG in the report: {}", report.stacks->svg_problem);
-        report.samples = probe.samples_taken();
-        report.ended_at = probe.unix_time(probe.now());
-        log.error("HANG detected: {} error{}", finding->computation_error() ? "computation" : "communication",
-                  finding->computation_error() ? ", faulty rank(s) " + join(report.faulty_ranks)
-                                               : std::string(": every rank waits in MPI"));
-        if (options.action == "kill") {
-          report.action_taken = !job.terminate_how.empty()
-                                    ? job.terminate_how
-                                    : "the job was terminated (SIGTERM, then SIGKILL after " +
-                                          std::to_string(static_cast<int>(options.grace)) + " s)";
-          write_report(report, options.paths, log);
-          if (job.notify) job.notify(report);
-          const int killed = job.terminate(options.grace);
-          log.info("job terminated{}", killed ? " (" + std::to_string(killed) + " process(es) needed SIGKILL)" : "");
-          return Outcome::Hang;
-        }
-        if (options.action == "stop") {
-          probe.signal(SIGSTOP);
-          std::string pids;
-          int representative_pid = probe.table().front().rank.pid;
-          const int representative = report.faulty_ranks.empty() ? probe.rank_of(0) : report.faulty_ranks.front();
-          for (const auto& e : probe.table()) {
-            pids += " " + std::to_string(e.rank.pid);
-            if (e.rank.rank == representative) representative_pid = e.rank.pid;
-          }
-          report.action_taken = "the ranks were left stopped for a debugger (e.g. gdb -p " +
-                                std::to_string(representative_pid) + (hosts.size() > 1 ? " on its host" : "") +
-                                "); resume them with kill -CONT" + pids + ", or end the job with " + job.end_hint;
-          write_report(report, options.paths, log);
-          if (job.notify) job.notify(report);
-          log.info("{}", report.action_taken);
-          return Outcome::Hang;
-        }
-        report.action_taken = "reported; the job was left running and is still watched";
-        write_report(report, options.paths, log);
-        if (job.notify) job.notify(report);
-        hang_reported = hang_episode = true;
-        watchdog.resume_after_hang();
+      if (watch_program(monitors, options, job, std::move(table), instance, options.seed + watched.size(), report,
+                        hang_reported, log) == ProgramEnd::Acted) {
+        return Outcome::Hang;
       }
-      report.observations += watchdog.observations();
-      report.samples += probe.samples_taken();
-      report.interval = watchdog.model().interval();
       last_program_end = Clock::now();
       if (job.running()) log.info("the ranks of {} have ended; looking for the next MPI program", instance);
     }
@@ -314,15 +380,22 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
     log.error("monitoring lost on {}: {}; parastack stops watching and the job runs on unwatched",
               lost.monitor >= 0 && lost.monitor < monitors.count() ? monitors.host(lost.monitor) : "a node",
               lost.what());
-    report.verdict = "monitoring lost";
+    report.verdict = JobVerdict::MonitoringLost;
     report.notes.push_back(std::string("monitoring lost: ") + lost.what());
+    return Outcome::MonitoringLost;
+  } catch (const std::exception& e) {
+    // A bug or a corrupt reply (network::WireError) ends the watch, never the job: it runs on, and
+    // `parastack run` still waits for it and returns its exit status.
+    log.error("watching failed: {}; parastack stops watching and the job runs on unwatched", e.what());
+    report.verdict = JobVerdict::MonitoringLost;
+    report.notes.push_back(std::string("watching failed: ") + e.what());
     return Outcome::MonitoringLost;
   }
   if (watched.empty()) log.warn("the job ended before any MPI rank was seen");
   if (!watched.empty() && !report.coverage.ever_watched()) {
     log.warn("the job ended without ever being watched: {}", report.coverage.why_unwatched);
   }
-  if (hang_reported) report.verdict = "hang";
+  if (hang_reported) report.verdict = JobVerdict::Hang;
   return Outcome::Ended;
 }
 

@@ -18,7 +18,7 @@ namespace parastack::watch {
 
 struct LeaderOptions {
   stats::WatchdogConfig watchdog;
-  std::string action = "kill";  // kill, report, stop
+  Action action = Action::Kill;
   double grace = 10;            // seconds between SIGTERM and SIGKILL
   // No rank seen this long after the start: give up (Outcome::NoRanks). Unset: wait for ever.
   std::optional<double> startup_timeout;
@@ -50,7 +50,7 @@ enum class Outcome {
   Ended,           // the job ended; no hang, or hangs reported with action report
   Hang,            // a hang was confirmed and acted on (kill, stop)
   NoRanks,         // no MPI rank appeared within the startup timeout
-  MonitoringLost,  // a monitor stopped answering; the job runs on unwatched
+  MonitoringLost,  // a monitor stopped answering, or watching failed; the job runs on unwatched
 };
 
 // Leads until the job ends or a hang is acted on. `report` arrives with the job's own fields set

@@ -36,16 +36,43 @@ std::string join(const std::vector<std::string>& words) {
 
 }  // namespace
 
+std::string_view to_string(Action action) {
+  switch (action) {
+    case Action::Kill: return "kill";
+    case Action::Report: return "report";
+    case Action::Stop: return "stop";
+  }
+  return "?";
+}
+
+std::optional<Action> action_from_string(std::string_view word) {
+  for (Action a : {Action::Kill, Action::Report, Action::Stop}) {
+    if (to_string(a) == word) return a;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(JobVerdict verdict) {
+  switch (verdict) {
+    case JobVerdict::Undecided: return "";
+    case JobVerdict::Completed: return "completed";
+    case JobVerdict::Hang: return "hang";
+    case JobVerdict::MonitoringLost: return "monitoring lost";
+  }
+  return "?";
+}
+
 ReportPaths report_paths(const std::string& json_path) {
   std::string base = json_path;
   if (base.size() > 5 && base.ends_with(".json")) base.resize(base.size() - 5);
   return {json_path, base + ".txt", base + ".dot", base + ".svg", base + ".trace.jsonl"};
 }
 
+// Long on purpose: one line per documented field, in the order of docs/report-format.md.
 nlohmann::json to_json(const RunReport& r) {
   using nlohmann::json;
   json out{{"schema", kReportSchema},
-           {"verdict", r.verdict},
+           {"verdict", to_string(r.verdict)},
            {"command", r.command},
            {"launcher_pid", r.launcher_pid},
            {"host", r.host},
@@ -53,7 +80,7 @@ nlohmann::json to_json(const RunReport& r) {
            {"started_at", r.started_at},
            {"ended_at", r.ended_at},
            {"exit_status", r.exit_status ? json(*r.exit_status) : json(nullptr)},
-           {"action", r.action},
+           {"action", to_string(r.action)},
            {"action_taken", r.action_taken},
            {"trace", r.trace_path},
            {"notes", r.notes}};
@@ -140,13 +167,14 @@ std::string coverage_text(const Coverage& c) {
   return out.str();
 }
 
+// Long on purpose: the text report top to bottom, one verdict and one evidence kind per branch.
 std::string to_text(const RunReport& r) {
   std::ostringstream out;
   out << "parastack report (" << kReportSchema << ")\n\n";
   out << "command:   " << join(r.command) << "\n";
   out << "host:      " << r.host << ", launcher pid " << r.launcher_pid << "\n";
   out << "watched:   " << format_time(r.started_at) << " to " << format_time(r.ended_at) << "\n";
-  if (r.verdict == "hang" && r.finding) {
+  if (r.verdict == JobVerdict::Hang && r.finding) {
     out << "verdict:   HANG (" << (r.finding->computation_error() ? "computation error" : "communication error")
         << ")\n";
     out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate)
@@ -184,6 +212,9 @@ std::string to_text(const RunReport& r) {
     if (r.slowdowns > 0) {
       out << "           " << r.slowdowns << " earlier alarm(s) were transient slowdowns, not hangs\n";
     }
+  } else if (r.verdict == JobVerdict::MonitoringLost) {
+    out << "verdict:   MONITORING LOST: a monitor stopped answering, and the job ran on unwatched from then "
+           "on (notes below)\n";
   } else if (!r.coverage.ever_watched()) {
     // Never a plain "completed" for a job nothing could have judged: say so, and why.
     out << "verdict:   ended, NOT WATCHED";
@@ -196,7 +227,7 @@ std::string to_text(const RunReport& r) {
     out << " (" << r.observations << " observations, " << r.alarms << " alarm(s), all judged slowdowns)\n";
   }
   out << coverage_text(r.coverage);
-  out << "action:    " << r.action << ": " << r.action_taken << "\n";
+  out << "action:    " << to_string(r.action) << ": " << r.action_taken << "\n";
   if (!r.trace_path.empty()) out << "trace:     " << r.trace_path << " (parastack replay reproduces the decision)\n";
   for (const auto& note : r.notes) out << "note:      " << note << "\n";
   if (!r.ranks.empty()) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parastack/stats/watchdog.h"
@@ -15,6 +16,16 @@
 namespace parastack::watch {
 
 inline constexpr const char* kReportSchema = "parastack-report/1";
+
+// What parastack does to a job whose hang it confirmed (--action; the report's "action").
+enum class Action { Kill, Report, Stop };
+// What parastack concluded about the job (the report's "verdict"); Undecided while it runs.
+enum class JobVerdict { Undecided, Completed, Hang, MonitoringLost };
+
+// The one place these words live: options, the JSON report and the text report use them.
+std::string_view to_string(Action action);
+std::optional<Action> action_from_string(std::string_view word);
+std::string_view to_string(JobVerdict verdict);
 
 // What was watched, and what was not (docs/report-format.md): a job is watched at a sample when
 // some test could fire there, the S model (built), the stasis model (bounds estimated) or the
@@ -38,8 +49,8 @@ struct RunReport {
   double ended_at = 0;
   std::optional<int> exit_status;  // the launcher's, when it ended by itself
   // What parastack concluded and did.
-  std::string verdict;       // "hang" or "completed"
-  std::string action;        // kill, report, stop
+  JobVerdict verdict = JobVerdict::Undecided;
+  Action action = Action::Kill;
   std::string action_taken;  // what was done, in words
   std::optional<stats::HangFinding> finding;
   std::vector<int> faulty_ranks;  // MPI ranks (the finding's are indices into the rank table)

@@ -1,8 +1,9 @@
 // The ParaStack loop (§3-4) as one pure driver: it decides when to sample and which ranks, feeds the
 // model, verifies an alarm (§3.3) and identifies the faulty ranks (§4). It never touches a process:
 // a JobProbe does the sampling. The simulator's probe is synthetic ranks in virtual time; the
-// monitor's is real ranks in real time (one node today; a network of monitors behind the same
-// interface later). Both run this code, so what the simulator measures is what the monitor does.
+// monitor's (network::ClusterProbe) is real ranks in real time, on one node or on every node of
+// the job through the monitors. Both run this code, so what the simulator measures is what the
+// monitor does.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// One named stack frame, as printed by `parastack stack` and embedded in reports.
+// One frame of a sampled stack, named: its address, function and module. Printed by `parastack
+// stack`; turned into a diagnosis::Frame (which has no address) for the prefix tree.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +7,7 @@
 
 namespace parastack::sampler {
 
-struct Frame {
+struct SampledFrame {
   std::uint64_t address = 0;
   std::string function;  // demangled; empty if unknown
   std::string module;    // file name of the mapping

@@ -1,0 +1,77 @@
+#include "cli/job_options.h"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace parastack::cli {
+
+const std::vector<std::string> kJobOptions{"alpha",  "budget", "horizon", "thresholds", "bound", "stasis", "stasis-min", "interval",
+                                           "max-interval", "sets", "turn", "window", "ranks",
+                                           "action", "report", "grace", "log-level", "seed",
+                                           "monitor-timeout"};
+
+std::vector<std::string> expand_job_options(const std::vector<std::string>& argv) {
+  std::vector<std::string> direct, chosen_order;
+  std::map<std::string, std::string> chosen;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    std::string arg = argv[i];
+    std::string list;
+    if (arg == "--job-options") {
+      if (i + 1 >= argv.size()) throw std::runtime_error("--job-options needs a value");
+      list = argv[++i];
+    } else if (arg.rfind("--job-options=", 0) == 0) {
+      list = arg.substr(14);
+    } else {
+      direct.push_back(arg);
+      continue;
+    }
+    std::stringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      if (item.empty()) continue;
+      const auto equals = item.find('=');
+      const std::string name = item.substr(0, equals);
+      if (std::find(kJobOptions.begin(), kJobOptions.end(), name) == kJobOptions.end()) {
+        throw std::runtime_error("unknown option '" + name + "' (--parastack=help lists them)");
+      }
+      if (equals == std::string::npos || equals + 1 == item.size()) {
+        throw std::runtime_error("option '" + name + "' needs a value: " + name + "=VALUE");
+      }
+      if (!chosen.contains(name)) chosen_order.push_back(name);
+      chosen[name] = item.substr(equals + 1);
+    }
+  }
+  std::vector<std::string> args{argv[0]};
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    const auto& arg = direct[i];
+    const bool overridden = std::any_of(chosen_order.begin(), chosen_order.end(), [&](const std::string& name) {
+      return arg == "--" + name || arg.rfind("--" + name + "=", 0) == 0;
+    });
+    if (!overridden) {
+      args.push_back(arg);
+    } else if (arg.find('=') == std::string::npos) {
+      ++i;  // and its value
+    }
+  }
+  for (const auto& name : chosen_order) args.push_back("--" + name + "=" + chosen[name]);
+  return args;
+}
+
+void list_job_options(CLI::App& app) {
+  std::cout << "sbatch --parastack[=OPTIONS]: watch the job for hangs. OPTIONS is a comma-separated list of\n"
+               "NAME=VALUE (e.g. --parastack=action=report,alpha=0.001); --parastack=off opts out.\n\n";
+  for (const auto& name : kJobOptions) {
+    const CLI::Option* option = app.get_option_no_throw("--" + name);
+    if (!option) continue;
+    std::string line = "  " + name + "=" + (option->get_type_name().empty() ? "VALUE" : option->get_type_name());
+    if (line.size() < 32) line.resize(32, ' ');
+    std::cout << line << " " << option->get_description();
+    if (!option->get_default_str().empty()) std::cout << " [default: " << option->get_default_str() << "]";
+    std::cout << "\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace parastack::cli

@@ -1,0 +1,143 @@
+// What users and sites write, read back: the job's option list (sbatch --parastack=...,
+// expand_job_options) and the site configuration file (read_site_config, apply_site_config).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cli/job_options.h"
+#include "cli/site_config.h"
+
+namespace parastack::cli {
+namespace {
+
+using Args = std::vector<std::string>;
+
+TEST(JobOptions, ArgumentsWithoutAListPassThrough) {
+  const Args argv{"parastack-monitor", "--slurm-job", "42", "--alpha=0.01"};
+  EXPECT_EQ(expand_job_options(argv), argv);
+}
+
+TEST(JobOptions, AListBecomesOneArgumentPerOption) {
+  EXPECT_EQ(expand_job_options({"m", "--slurm-job", "42", "--job-options", "action=report,alpha=0.01"}),
+            (Args{"m", "--slurm-job", "42", "--action=report", "--alpha=0.01"}));
+  EXPECT_EQ(expand_job_options({"m", "--job-options=ranks=4"}), (Args{"m", "--ranks=4"}));
+}
+
+TEST(JobOptions, TheJobsValueWinsOverTheSitesAndTheLaterOverTheEarlier) {
+  // The plugin puts the site's own options first: the job's list overrides them, in both spellings.
+  EXPECT_EQ(expand_job_options({"m", "--alpha", "0.1", "--grace=5", "--job-options", "alpha=0.01,grace=1,alpha=0.02"}),
+            (Args{"m", "--alpha=0.02", "--grace=1"}));
+}
+
+TEST(JobOptions, EmptyItemsAreIgnored) {
+  EXPECT_EQ(expand_job_options({"m", "--job-options", ",seed=3,,"}), (Args{"m", "--seed=3"}));
+}
+
+TEST(JobOptions, AnUnknownNameOrAMissingValueIsAClearError) {
+  try {
+    expand_job_options({"m", "--job-options", "slurm-job=7"});  // not the job's to choose
+    FAIL() << "slurm-job accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown option 'slurm-job'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha"}), std::runtime_error);
+  EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha="}), std::runtime_error);
+  EXPECT_THROW(expand_job_options({"m", "--job-options"}), std::runtime_error);
+}
+
+// A scratch file, removed whatever happens.
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& content)
+      : path_(std::filesystem::temp_directory_path() / ("parastack-config-test-" + std::to_string(::getpid()) + "-" +
+                                                        std::to_string(counter_++) + ".conf")) {
+    std::ofstream(path_) << content;
+  }
+  ~ConfigFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST(SiteConfig, ReadsKeysValuesCommentsAndQuotes) {
+  ConfigFile file("# site defaults\n\nalpha = 0.01\n  action=report   # no kills here\nreport = \"/var/log/p s.json\"\n");
+  const auto read = read_site_config(file.path());
+  ASSERT_TRUE(std::holds_alternative<std::vector<Setting>>(read)) << std::get<std::string>(read);
+  const auto& settings = std::get<std::vector<Setting>>(read);
+  ASSERT_EQ(settings.size(), 3u);
+  EXPECT_EQ(settings[0].key, "alpha");
+  EXPECT_EQ(settings[0].value, "0.01");
+  EXPECT_EQ(settings[0].line, 3);
+  EXPECT_EQ(settings[1].key, "action");
+  EXPECT_EQ(settings[1].value, "report");
+  EXPECT_EQ(settings[2].value, "/var/log/p s.json");
+}
+
+TEST(SiteConfig, ABadLineAMissingFileAndADirectoryAreNamed) {
+  ConfigFile file("alpha = 0.01\njust words\n");
+  const auto bad = read_site_config(file.path());
+  ASSERT_TRUE(std::holds_alternative<std::string>(bad));
+  EXPECT_NE(std::get<std::string>(bad).find("line 2"), std::string::npos) << std::get<std::string>(bad);
+  const auto missing = read_site_config("/nonexistent/parastack.conf");
+  ASSERT_TRUE(std::holds_alternative<std::string>(missing));
+  EXPECT_NE(std::get<std::string>(missing).find("No such file"), std::string::npos) << std::get<std::string>(missing);
+  const auto directory = read_site_config(std::filesystem::temp_directory_path().string());
+  ASSERT_TRUE(std::holds_alternative<std::string>(directory));
+  EXPECT_NE(std::get<std::string>(directory).find("directory"), std::string::npos);
+}
+
+struct Parsed {
+  CLI::App app{"test"};
+  double alpha = 0.001;
+  std::string action = "kill";
+  std::string config;
+  Parsed(const Args& args) {
+    app.add_option("--alpha", alpha)->check(CLI::Range(1e-12, 0.5));
+    app.add_option("--action", action)->check(CLI::IsMember({"kill", "report", "stop"}));
+    app.add_option("--config", config);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  }
+};
+
+TEST(SiteConfig, TheCommandLineWinsOverTheFile) {
+  Parsed parsed({"--alpha", "0.2"});
+  const std::vector<Setting> settings{{"alpha", "0.01", 1}, {"action", "report", 2}};
+  EXPECT_EQ(apply_site_config(parsed.app, "site.conf", settings), std::nullopt);
+  EXPECT_DOUBLE_EQ(parsed.alpha, 0.2);
+  EXPECT_EQ(parsed.action, "report");
+}
+
+TEST(SiteConfig, UnknownKeysBadValuesAndNestedFilesAreRefusedWithFileAndLine) {
+  {
+    Parsed parsed({});
+    const auto error = apply_site_config(parsed.app, "site.conf", {{"colour", "blue", 4}});
+    ASSERT_TRUE(error);
+    EXPECT_EQ(*error, "site.conf line 4: unknown setting 'colour'");
+  }
+  {
+    Parsed parsed({});
+    const auto error = apply_site_config(parsed.app, "site.conf", {{"action", "explode", 2}});
+    ASSERT_TRUE(error);
+    EXPECT_NE(error->find("site.conf line 2: action = explode"), std::string::npos) << *error;
+    EXPECT_EQ(parsed.action, "kill");
+  }
+  {
+    Parsed parsed({});
+    const auto error = apply_site_config(parsed.app, "site.conf", {{"config", "/etc/other.conf", 1}});
+    ASSERT_TRUE(error);
+    EXPECT_NE(error->find("cannot name another"), std::string::npos) << *error;
+  }
+}
+
+}  // namespace
+}  // namespace parastack::cli
