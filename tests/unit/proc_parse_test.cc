@@ -83,7 +83,9 @@ TEST(ProcParse, ARealIoFile) {
 
 TEST(ProcParse, ARealMapsFile) {
   const std::string text = recorded("maps-head.txt");
-  const auto maps = parse_maps(text);
+  const auto parsed = parse_maps(text);
+  ASSERT_TRUE(parsed);
+  const auto& maps = *parsed;
   ASSERT_EQ(maps.size(), 37u);
   EXPECT_EQ(maps[0].start, 0x5607b0dd3000u);
   EXPECT_EQ(maps[0].end, 0x5607b0dd5000u);
@@ -101,7 +103,7 @@ TEST(ProcParse, ARealMapsFile) {
   EXPECT_EQ(anonymous, 3);
   EXPECT_EQ(vdso, 1);
   // A torn last line (the file changed while it was read) is skipped, not guessed.
-  EXPECT_EQ(parse_maps(text + "7f2d0d4").size(), 37u);
+  EXPECT_EQ(parse_maps(text + "7f2d0d4")->size(), 37u);
 }
 
 }  // namespace

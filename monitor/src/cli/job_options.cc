@@ -17,7 +17,7 @@ std::vector<std::string> expand_job_options(const std::vector<std::string>& argv
   std::vector<std::string> direct, chosen_order;
   std::map<std::string, std::string> chosen;
   for (std::size_t i = 1; i < argv.size(); ++i) {
-    std::string arg = argv[i];
+    const std::string& arg = argv[i];
     std::string list;
     if (arg == "--job-options") {
       if (i + 1 >= argv.size()) throw std::runtime_error("--job-options needs a value");

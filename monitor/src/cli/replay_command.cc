@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "parastack/stats/trace.h"
+#include "watch/report.h"
 
 namespace parastack::cli {
 namespace {
@@ -34,10 +35,7 @@ nlohmann::json decision_json(const stats::Decision& d) {
                    {"samples", d.model_samples},
                    {"streak", d.streak}};
   if (d.threshold) {
-    j["e"] = d.threshold->tolerance;
-    j["threshold"] = d.threshold->value;
-    j["p"] = d.threshold->p_hat;
-    j["q"] = d.threshold->q;
+    watch::put_threshold(j, *d.threshold);
     j["k"] = d.required_streak;
     j["test_alpha"] = d.test_alpha;
   }
@@ -106,25 +104,61 @@ void print_decision_text(const stats::Decision& d) {
   std::printf("\n");
 }
 
-int run_replay(const ReplayOptions& options) {
-  std::ifstream in(options.trace_path);
-  if (!in) {
-    std::cerr << "parastack replay: cannot read " << options.trace_path << ": "
-              << std::strerror(errno) << "\n";
-    return kExitUsage;
-  }
+// The trace's observations, or the first problem (file and line) in words.
+std::variant<std::vector<stats::Observation>, std::string> read_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path + ": " + std::strerror(errno);
   std::vector<stats::Observation> trace;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto parsed = stats::parse_trace_line(line);
     if (auto* error = std::get_if<stats::TraceError>(&parsed)) {
-      std::cerr << "parastack replay: " << options.trace_path << ":" << number << ": "
-                << error->message << "\n";
-      return kExitUsage;
+      return path + ":" + std::to_string(number) + ": " + error->message;
     }
     trace.push_back(std::get<stats::Observation>(parsed));
   }
+  return trace;
+}
+
+// The last line(s): the verdict, as JSON or text.
+void print_summary(const ReplayOptions& options, const stats::HangModel& model,
+                   const std::optional<stats::Decision>& alarm, std::uint64_t observations) {
+  const auto& alarm_policy = options.model.alarm;
+  if (options.json) {
+    nlohmann::json summary{{"verdict", alarm ? "hang" : "no_hang"},
+                           {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
+                           {"onset_t", alarm ? nlohmann::json(alarm->onset()) : nlohmann::json()},
+                           {"observations", observations},
+                           {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
+                           {"alpha", alarm_policy.alpha},
+                           {"budget", stats::to_string(alarm_policy.budget)},
+                           {"horizon", alarm_policy.horizon_seconds},
+                           {"interval", model.interval()}};
+    if (alarm) {
+      summary["set"] = alarm->observation.set;
+      summary["evidence"] = stats::to_string(alarm->evidence);
+      if (alarm->threshold) summary["q"] = alarm->threshold->q;
+      summary["k"] = alarm->required_streak;
+    }
+    std::cout << summary.dump() << "\n";
+  } else if (alarm) {
+    std::printf("verdict: hang at t=%.3f s (%s)\n", alarm->observation.t, describe_alarm(*alarm, alarm_policy).c_str());
+  } else {
+    const std::string built = model.ready() ? "built at t=" + std::to_string(*model.ready_since()) + " s"
+                                            : "never built: nothing was tested";
+    std::printf("verdict: no hang (%llu observations, model %s, I=%.3f s)\n",
+                static_cast<unsigned long long>(observations), built.c_str(), model.interval());
+  }
+}
+
+int run_replay(const ReplayOptions& options) {
+  auto read = read_trace(options.trace_path);
+  if (auto* error = std::get_if<std::string>(&read)) {
+    std::cerr << "parastack replay: " << *error << "\n";
+    return kExitUsage;
+  }
+  const auto& trace = std::get<std::vector<stats::Observation>>(read);
   // The trace says how many sets were sampled (a small job is one set of every rank), whatever
   // --sets says: the model needs every set to have one before it counts as built.
   auto config = options.model;
@@ -149,34 +183,7 @@ int run_replay(const ReplayOptions& options) {
       break;  // the monitor acts on the first confirmed hang
     }
   }
-  const auto& alarm_policy = options.model.alarm;
-  if (options.json) {
-    nlohmann::json summary{{"verdict", alarm ? "hang" : "no_hang"},
-                           {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
-                           {"onset_t", alarm ? nlohmann::json(alarm->onset()) : nlohmann::json()},
-                           {"observations", observations},
-                           {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
-                           {"alpha", alarm_policy.alpha},
-                           {"budget", stats::to_string(alarm_policy.budget)},
-                           {"horizon", alarm_policy.horizon_seconds},
-                           {"interval", model.interval()}};
-    if (alarm) {
-      summary["set"] = alarm->observation.set;
-      summary["evidence"] = stats::to_string(alarm->evidence);
-      if (alarm->threshold) summary["q"] = alarm->threshold->q;
-      summary["k"] = alarm->required_streak;
-    }
-    std::cout << summary.dump() << "\n";
-  } else if (alarm) {
-    std::printf("verdict: hang at t=%.3f s (%s)\n", alarm->observation.t,
-                describe_alarm(*alarm, alarm_policy).c_str());
-  } else {
-    const std::string built = model.ready()
-                                  ? "built at t=" + std::to_string(*model.ready_since()) + " s"
-                                  : "never built: nothing was tested";
-    std::printf("verdict: no hang (%llu observations, model %s, I=%.3f s)\n",
-                static_cast<unsigned long long>(observations), built.c_str(), model.interval());
-  }
+  print_summary(options, model, alarm, observations);
   return alarm ? kExitHang : kExitOk;
 }
 

@@ -6,9 +6,9 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
-#include <cstdio>
 #include <string_view>
 
 #include "os/scoped_fd.h"
@@ -59,15 +59,19 @@ std::vector<pid_t> numeric_entries(const std::string& dir) {
   return ids;
 }
 
+// The file /proc/PID/NAME read whole and parsed; nullopt (errno set) when it cannot be read.
+template <class Parse>
+auto read_parsed(Pid pid, const char* name, Parse parse) -> decltype(parse(std::string_view())) {
+  const auto text = read_file_raw(proc_dir(pid) + "/" + name);
+  if (!text) return std::nullopt;
+  return parse(*text);
+}
+
 }  // namespace
 
 std::optional<std::string> read_text_file(const std::string& path) { return read_file_raw(path); }
 
-std::optional<ProcStat> read_stat(Pid pid) {
-  auto text = read_file_raw(proc_dir(pid) + "/stat");
-  if (!text) return std::nullopt;
-  return parse_stat(*text);
-}
+std::optional<ProcStat> read_stat(Pid pid) { return read_parsed(pid, "stat", parse_stat); }
 
 std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid) {
   auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/stat");
@@ -92,11 +96,7 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid) {
   return split_nul(*data);
 }
 
-std::optional<ProcStatus> read_status(Pid pid) {
-  auto text = read_file_raw(proc_dir(pid) + "/status");
-  if (!text) return std::nullopt;
-  return parse_status(*text);
-}
+std::optional<ProcStatus> read_status(Pid pid) { return read_parsed(pid, "status", parse_status); }
 
 std::vector<Pid> list_processes() {
   std::vector<Pid> pids;
@@ -110,17 +110,9 @@ std::vector<Tid> list_threads(Pid pid) {
   return tids;
 }
 
-std::optional<std::vector<Mapping>> read_maps(Pid pid) {
-  auto text = read_file_raw(proc_dir(pid) + "/maps");
-  if (!text) return std::nullopt;
-  return parse_maps(*text);
-}
+std::optional<std::vector<Mapping>> read_maps(Pid pid) { return read_parsed(pid, "maps", parse_maps); }
 
-std::optional<IoCounters> read_io(Pid pid) {
-  auto text = read_file_raw(proc_dir(pid) + "/io");
-  if (!text) return std::nullopt;
-  return parse_io(*text);
-}
+std::optional<IoCounters> read_io(Pid pid) { return read_parsed(pid, "io", parse_io); }
 
 // ---- parsers: pure, and never throw on what they are given ----
 
@@ -201,7 +193,7 @@ std::optional<ProcStatus> parse_status(std::string_view text) {
   return ProcStatus{*uid, *tracer};
 }
 
-std::vector<Mapping> parse_maps(std::string_view text) {
+std::optional<std::vector<Mapping>> parse_maps(std::string_view text) {
   std::vector<Mapping> maps;
   for (std::size_t at = 0; at < text.size();) {
     const auto end = std::min(text.find('\n', at), text.size());
@@ -212,6 +204,7 @@ std::vector<Mapping> parse_maps(std::string_view text) {
     char perms[5] = {};
     unsigned long long start = 0, stop = 0, offset = 0, inode = 0;
     int path_at = 0;
+    // NOLINTNEXTLINE(cert-err34-c): the count of conversions is checked; a line short of it is skipped.
     if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %*s %llu %n", &start, &stop, perms, &offset, &inode,
                     &path_at) < 5) {
       continue;  // not a mapping line: skipped, never guessed

@@ -58,10 +58,11 @@ struct IoCounters {
 std::optional<IoCounters> read_io(Pid pid);
 
 // The parsers behind the readers, on a file's text: pure, and they never throw. nullopt (errno
-// EINVAL) when a field they need is missing or not a number; parse_maps skips lines it cannot read.
+// EINVAL) when a field they need is missing or not a number; parse_maps skips the lines it cannot
+// read and always has a value.
 std::optional<ProcStat> parse_stat(std::string_view text);
 std::optional<ProcStatus> parse_status(std::string_view text);
-std::vector<Mapping> parse_maps(std::string_view text);
+std::optional<std::vector<Mapping>> parse_maps(std::string_view text);
 std::optional<IoCounters> parse_io(std::string_view text);
 
 }  // namespace parastack::os

@@ -7,10 +7,9 @@
 #include <csignal>
 
 namespace parastack::os {
-namespace {
 
-PtraceStatus status_from_errno() {
-  switch (errno) {
+PtraceStatus status_from_errno(int error) {
+  switch (error) {
     case ESRCH: return PtraceStatus::Gone;
     case EPERM:
     case EACCES: return PtraceStatus::Denied;
@@ -18,10 +17,12 @@ PtraceStatus status_from_errno() {
   }
 }
 
+namespace {
+
 PtraceStatus call(__ptrace_request request, Tid tid, void* address, void* data) {
   errno = 0;
   ::ptrace(request, tid.value, address, data);
-  return errno == 0 ? PtraceStatus::Ok : status_from_errno();
+  return errno == 0 ? PtraceStatus::Ok : status_from_errno(errno);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Every ptrace and wait call of parastack goes through here, so the policy for each errno lives in
+// Every ptrace call of parastack, and every wait for a traced thread, goes through here (the
+// remote memory reads of remote_memory.h share the policy), so the policy for each errno lives in
 // one place:
 //   ESRCH         -> Gone: the thread exited (or is not stopped for us); never an error to report
 //                    as a crash, just a sample that could not be taken.
@@ -16,6 +17,8 @@ namespace parastack::os {
 
 enum class PtraceStatus { Ok, Gone, Denied, Failed };
 const char* to_string(PtraceStatus status);
+// The policy above, for an errno of ptrace or of process_vm_readv.
+PtraceStatus status_from_errno(int error);
 
 PtraceStatus ptrace_seize(Tid tid);
 PtraceStatus ptrace_interrupt(Tid tid);

@@ -2,12 +2,13 @@
 
 #include <cxxabi.h>
 #include <libunwind-ptrace.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+
+#include "os/remote_memory.h"
 
 namespace parastack::sampler {
 // libunwind accessors that unwind a stack copied while the thread was stopped (stack_sampler.cc).
@@ -20,21 +21,6 @@ std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
   auto [it, inserted] = cache.try_emplace(path);
   if (inserted) it->second = ElfSymbols::load(path);
   return it->second;
-}
-
-std::size_t read_remote(os::Pid pid, std::uint64_t address, void* buffer, std::size_t length) {
-  // process_vm_readv never splits an iovec: one per page makes a partial read stop at the first
-  // unmapped page instead of failing whole.
-  constexpr std::uint64_t kPage = 4096;
-  std::vector<iovec> remote;
-  for (std::uint64_t at = address; at < address + length;) {
-    const std::uint64_t next = std::min((at & ~(kPage - 1)) + kPage, address + length);
-    remote.push_back({reinterpret_cast<void*>(at), next - at});
-    at = next;
-  }
-  iovec local{buffer, length};
-  const ssize_t n = ::process_vm_readv(pid.value, &local, 1, remote.data(), remote.size(), 0);
-  return n < 0 ? 0 : static_cast<std::size_t>(n);
 }
 
 std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, std::string& problem) {
@@ -100,7 +86,7 @@ bool ProcessImage::refresh_maps() {
 bool ProcessImage::thread_multiple() const {
   if (!thread_multiple_address_) return false;
   unsigned char flag = 0;
-  return read_remote(pid_, *thread_multiple_address_, &flag, 1) == 1 && flag != 0;
+  return os::read_remote(pid_, *thread_multiple_address_, &flag, 1).bytes == 1 && flag != 0;
 }
 
 const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {

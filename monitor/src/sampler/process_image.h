@@ -75,7 +75,4 @@ class ProcessImage {
 // ELF symbol tables are shared between processes that map the same file.
 std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path);
 
-// Reads remote memory of a running process; returns the bytes read (stops at an unmapped page).
-std::size_t read_remote(os::Pid pid, std::uint64_t address, void* buffer, std::size_t length);
-
 }  // namespace parastack::sampler

@@ -140,15 +140,60 @@ std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::strin
   return identity;
 }
 
+namespace {
+
+// Whether a process's environment places it in the selected job: a batch job's id, or (for a
+// launcher on another node) one of the launcher's Open MPI launches. Descendants of a --pid
+// launcher belong to it without asking.
+bool in_selected_job(const JobSelector& selector, bool descendant,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+  switch (selector.kind) {
+    case JobSelector::Kind::Launcher: {
+      if (descendant) return true;
+      const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
+      return uri && std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) !=
+                        selector.launches.end();
+    }
+    case JobSelector::Kind::Slurm: {
+      const auto* job = find(env, "SLURM_JOB_ID");
+      return job && *job == selector.job_id;
+    }
+    case JobSelector::Kind::Pbs: {
+      const auto* job = find(env, "PBS_JOBID");
+      // "123.server" matches "123" and "123.server".
+      return job && (*job == selector.job_id || job->substr(0, job->find('.')) == selector.job_id);
+    }
+  }
+  return false;
+}
+
+// Drops the processes a rank forked (their parent is the same rank of the same instance), keeps
+// the rest in (instance, rank) order.
+std::vector<DiscoveredRank> without_forked_children(std::map<pid_t, DiscoveredRank> candidates,
+                                                    const std::map<pid_t, pid_t>& parent_of) {
+  std::vector<DiscoveredRank> ranks;
+  for (auto& [pid_value, rank] : candidates) {
+    const auto parent_link = parent_of.find(pid_value);
+    const auto parent = parent_link == parent_of.end() ? candidates.end() : candidates.find(parent_link->second);
+    const bool forked = parent != candidates.end() && parent->second.rank == rank.rank &&
+                        parent->second.instance == rank.instance;
+    if (!forked) ranks.push_back(rank);
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.instance, a.rank) < std::tie(b.instance, b.rank); });
+  return ranks;
+}
+
+}  // namespace
+
 Discovery discover_ranks(const JobSelector& selector) {
   Discovery discovery;
   const pid_t self = ::getpid();
   const std::string host = os::host_name();
-
   const ProcessTree tree;
   const bool by_launch = selector.kind == JobSelector::Kind::Launcher && !selector.launches.empty();
 
-  std::map<pid_t, std::pair<DiscoveredRank, bool>> candidates;  // pid -> rank, selected
+  std::map<pid_t, DiscoveredRank> candidates;
   for (const auto& [pid_value, command] : tree.command_of) {
     if (pid_value == self || is_launcher_or_daemon(command)) continue;
     const bool descendant = tree.descends_from(pid_value, selector.launcher.value);
@@ -163,21 +208,8 @@ Discovery discover_ranks(const JobSelector& selector) {
       }
       continue;
     }
-    std::vector<std::pair<std::string, std::string>> env(environment->begin(), environment->end());
-    if (selector.kind == JobSelector::Kind::Launcher && !descendant) {
-      const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
-      if (!uri || std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) ==
-                      selector.launches.end()) {
-        continue;
-      }
-    } else if (selector.kind == JobSelector::Kind::Slurm) {
-      const auto* job = find(env, "SLURM_JOB_ID");
-      if (!job || *job != selector.job_id) continue;
-    } else if (selector.kind == JobSelector::Kind::Pbs) {
-      const auto* job = find(env, "PBS_JOBID");
-      // "123.server" matches "123" and "123.server".
-      if (!job || (*job != selector.job_id && job->substr(0, job->find('.')) != selector.job_id)) continue;
-    }
+    const std::vector<std::pair<std::string, std::string>> env(environment->begin(), environment->end());
+    if (!in_selected_job(selector, descendant, env)) continue;
     auto identity = rank_identity(env);
     if (!identity) continue;
     DiscoveredRank rank;
@@ -188,23 +220,9 @@ Discovery discover_ranks(const JobSelector& selector) {
     rank.host = host;
     rank.instance = identity->instance;
     rank.command = command;
-    candidates.emplace(pid_value, std::make_pair(std::move(rank), true));
+    candidates.emplace(pid_value, std::move(rank));
   }
-  // A process whose parent is the same rank of the same instance is a child the rank forked.
-  for (auto& [pid_value, entry] : candidates) {
-    auto parent_link = tree.parent_of.find(pid_value);
-    auto parent = parent_link == tree.parent_of.end() ? candidates.end() : candidates.find(parent_link->second);
-    if (parent != candidates.end() && parent->second.first.rank == entry.first.rank &&
-        parent->second.first.instance == entry.first.instance) {
-      entry.second = false;
-    }
-  }
-  for (auto& [pid_value, entry] : candidates) {
-    if (entry.second) discovery.ranks.push_back(std::move(entry.first));
-  }
-  std::sort(discovery.ranks.begin(), discovery.ranks.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.instance, a.rank) < std::tie(b.instance, b.rank);
-  });
+  discovery.ranks = without_forked_children(std::move(candidates), tree.parent_of);
   return discovery;
 }
 

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "os/proc.h"
+#include "os/remote_memory.h"
 #include "sampler/path_signature.h"
 #include "sampler/process_image.h"
 
@@ -53,7 +54,7 @@ int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int
     return 0;
   }
   // Outside the copy: unwind tables and other static data, read from the running process.
-  return read_remote(current_unwind->pid, address, value, sizeof(unw_word_t)) == sizeof(unw_word_t)
+  return os::read_remote(current_unwind->pid, address, value, sizeof(unw_word_t)).bytes == sizeof(unw_word_t)
              ? 0
              : -UNW_EINVAL;
 }
@@ -157,8 +158,12 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
     if (options.path == SamplePath::Fast) {
       capture.stack.resize(options.stack_bytes);
       capture.stack_start = capture.regs.rsp;
-      capture.stack.resize(read_remote(image.pid(), capture.stack_start, capture.stack.data(),
-                                       capture.stack.size()));
+      const auto read = os::read_remote(image.pid(), capture.stack_start, capture.stack.data(), capture.stack.size());
+      capture.stack.resize(read.bytes);
+      // Killed while stopped, or not ours after all: say so, rather than "incomplete unwind".
+      if (read.status == os::PtraceStatus::Gone) result.failure = os::StopFailure::Exited;
+      if (read.status == os::PtraceStatus::Denied) result.failure = os::StopFailure::Denied;
+      if (result.failure) return result;  // thread's destructor detaches
     } else if (options.path == SamplePath::Naive) {
       // Unwind through ptrace while stopped, naming every frame as we go: the slow way.
       void* upt = _UPT_create(tid.value);
@@ -224,6 +229,84 @@ ProcessImage* StackSampler::image_for(os::Pid pid, std::string& problem) {
   return it->second.get();
 }
 
+namespace {
+
+// The thread that decides a rank's state (the first found in MPI, else the first sampled), and
+// whether some other thread could not be unwound.
+struct Deciding {
+  std::optional<Unwound> unwound;
+  std::optional<Classification> decision;
+  bool unknown = false;
+};
+
+Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::Tid>& threads,
+                        const SampleOptions& options, RankSample& sample) {
+  Deciding deciding;
+  for (const os::Tid tid : threads) {
+    ThreadResult thread = sample_thread(image, tid, options);
+    sample.stopped += thread.stopped;
+    if (thread.failure) {
+      // A helper thread that exits is no news; the main thread failing is the sample's failure.
+      if (tid == os::main_thread(pid)) sample.failure = thread.failure;
+      continue;
+    }
+    ++sample.threads_sampled;
+    if (options.path == SamplePath::Bare) continue;
+    const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
+    if (c.state == stats::RankState::InMpi) {
+      deciding.unwound = std::move(thread.unwound);
+      deciding.decision = c;
+      break;  // one thread in MPI decides
+    }
+    deciding.unknown |= c.state == stats::RankState::Unknown;
+    if (!deciding.unwound) {
+      deciding.unwound = std::move(thread.unwound);
+      deciding.decision = c;
+    }
+  }
+  return deciding;
+}
+
+// The rank's state, MPI call, path signature and (when asked) named frames, from its deciding thread.
+void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwound, const Classification& decision,
+                   bool other_unknown, const SampleOptions& options) {
+  sample.state = decision.state;
+  if (sample.state == stats::RankState::OutMpi && other_unknown) {
+    sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
+  }
+  if (sample.state == stats::RankState::Unknown) {
+    sample.note = "incomplete unwind (" + std::to_string(unwound.frames.size()) + " frames)";
+  }
+  if (decision.entry_frame) {
+    const std::size_t i = *decision.entry_frame;
+    sample.mpi_function = image.describe(unwound.frames[i] - (i > 0 ? 1 : 0)).function;
+  }
+  // libunwind 1.6 cannot unwind out of the vdso (it has no file to read unwind tables from): the
+  // frames past a pc there (clock_gettime, often, in a timed loop) are guesses, so the path of
+  // such a sample stays unknown rather than a made-up one.
+  const bool guessed_frames = !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]);
+  if (!guessed_frames) {
+    // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
+    ProcessImage* in = &image;
+    sample.path = path_signature(unwound.frames, unwound.complete, {sample.state, decision.entry_frame},
+                                 sample.mpi_function,
+                                 [in](std::uint64_t address) { return in->function_start(address); },
+                                 [in](std::uint64_t address) { return in->in_c_runtime(address); },
+                                 [in](std::uint64_t address) { return in->in_mpi_wrapper(address); });
+  }
+  if (!options.frames) return;
+  for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
+    const std::uint64_t looked_up = unwound.frames[i] - (i > 0 ? 1 : 0);
+    SampledFrame frame = image.describe(looked_up);
+    frame.address = unwound.frames[i];
+    frame.mpi = std::any_of(image.mpi_code().begin(), image.mpi_code().end(),
+                            [&](const CodeRange& code) { return code.contains(looked_up); });
+    sample.frames.push_back(std::move(frame));
+  }
+}
+
+}  // namespace
+
 RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   const auto cpu_begin = thread_cpu_now();
   RankSample sample;
@@ -241,70 +324,11 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   sample.thread_multiple = image->thread_multiple();
   const bool any_thread = options.threads == ThreadRule::AnyThread ||
                           (options.threads == ThreadRule::Auto && sample.thread_multiple);
-  std::vector<os::Tid> threads{os::main_thread(pid)};
-  if (any_thread) threads = os::list_threads(pid);
+  const std::vector<os::Tid> threads = any_thread ? os::list_threads(pid) : std::vector<os::Tid>{os::main_thread(pid)};
 
-  bool unknown = false;
-  std::optional<Unwound> deciding;
-  std::optional<Classification> decision;
-  for (const os::Tid tid : threads) {
-    ThreadResult thread = sample_thread(*image, tid, options);
-    sample.stopped += thread.stopped;
-    if (thread.failure) {
-      // A helper thread that exits is no news; the main thread failing is the sample's failure.
-      if (tid == os::main_thread(pid)) sample.failure = thread.failure;
-      continue;
-    }
-    ++sample.threads_sampled;
-    if (options.path == SamplePath::Bare) continue;
-    const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image->mpi_code());
-    if (c.state == stats::RankState::InMpi) {
-      deciding = std::move(thread.unwound);
-      decision = c;
-      break;  // one thread in MPI decides
-    }
-    unknown |= c.state == stats::RankState::Unknown;
-    if (!deciding) {
-      deciding = std::move(thread.unwound);
-      decision = c;
-    }
-  }
-  if (sample.failure || options.path == SamplePath::Bare || !decision) {
-    sample.monitor_cpu = thread_cpu_now() - cpu_begin;
-    return sample;
-  }
-  sample.state = decision->state;
-  if (sample.state == stats::RankState::OutMpi && unknown) {
-    sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
-  }
-  if (sample.state == stats::RankState::Unknown) {
-    sample.note = "incomplete unwind (" + std::to_string(deciding->frames.size()) + " frames)";
-  }
-  if (decision->entry_frame) {
-    const std::size_t i = *decision->entry_frame;
-    sample.mpi_function = image->describe(deciding->frames[i] - (i > 0 ? 1 : 0)).function;
-  }
-  // libunwind 1.6 cannot unwind out of the vdso (it has no file to read unwind tables from): the
-  // frames past a pc there (clock_gettime, often, in a timed loop) are guesses, so the path of
-  // such a sample stays unknown rather than a made-up one.
-  const bool guessed_frames = !deciding->frames.empty() && image->vdso().contains(deciding->frames[0]);
-  if (!guessed_frames) {
-    // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
-    sample.path = path_signature(deciding->frames, deciding->complete, {sample.state, decision->entry_frame},
-                                 sample.mpi_function,
-                                 [image](std::uint64_t address) { return image->function_start(address); },
-                                 [image](std::uint64_t address) { return image->in_c_runtime(address); },
-                                 [image](std::uint64_t address) { return image->in_mpi_wrapper(address); });
-  }
-  if (options.frames) {
-    for (std::size_t i = 0; i < deciding->frames.size(); ++i) {
-      const std::uint64_t looked_up = deciding->frames[i] - (i > 0 ? 1 : 0);
-      SampledFrame frame = image->describe(looked_up);
-      frame.address = deciding->frames[i];
-      frame.mpi = std::any_of(image->mpi_code().begin(), image->mpi_code().end(),
-                              [&](const CodeRange& code) { return code.contains(looked_up); });
-      sample.frames.push_back(std::move(frame));
-    }
+  const Deciding deciding = sample_threads(*image, pid, threads, options, sample);
+  if (!sample.failure && options.path != SamplePath::Bare && deciding.decision) {
+    describe_rank(sample, *image, *deciding.unwound, *deciding.decision, deciding.unknown, options);
   }
   sample.monitor_cpu = thread_cpu_now() - cpu_begin;
   return sample;

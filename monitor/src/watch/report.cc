@@ -68,6 +68,13 @@ ReportPaths report_paths(const std::string& json_path) {
   return {json_path, base + ".txt", base + ".dot", base + ".svg", base + ".trace.jsonl"};
 }
 
+void put_threshold(nlohmann::json& out, const stats::SuspicionThreshold& threshold) {
+  out["e"] = threshold.tolerance;
+  out["threshold"] = threshold.value;
+  out["p"] = threshold.p_hat;
+  out["q"] = threshold.q;
+}
+
 // Long on purpose: one line per documented field, in the order of docs/report-format.md.
 nlohmann::json to_json(const RunReport& r) {
   using nlohmann::json;
@@ -121,12 +128,7 @@ nlohmann::json to_json(const RunReport& r) {
     evidence["streak"] = d.streak;
     evidence["k"] = d.required_streak;
     evidence["test_alpha"] = d.test_alpha;
-    if (d.threshold) {
-      evidence["q"] = d.threshold->q;
-      evidence["p"] = d.threshold->p_hat;
-      evidence["e"] = d.threshold->tolerance;
-      evidence["threshold"] = d.threshold->value;
-    }
+    if (d.threshold) put_threshold(evidence, *d.threshold);
     evidence["model_samples"] = d.model_samples;
     evidence["identification_checks"] = r.finding->checks.size();
   } else {

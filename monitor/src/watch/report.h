@@ -70,6 +70,8 @@ struct RunReport {
 };
 
 nlohmann::json to_json(const RunReport& report);
+// A suspicion threshold's fields as the report and `parastack replay` write them: e, threshold, p, q.
+void put_threshold(nlohmann::json& out, const stats::SuspicionThreshold& threshold);
 std::string to_text(const RunReport& report);
 
 // The files of one report: PATH (JSON), and beside it .txt, .dot, .svg and .trace.jsonl.

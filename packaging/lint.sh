@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The code checks a change must pass: clang-format on the lines it changed, and clang-tidy (the
+# bug-finding checks of .clang-tidy) on the C++ files it touched, using the build's compile
+# commands. "The change" is everything since BASE (default: the merge base with origin/main, else
+# the previous commit).
+# Usage: packaging/lint.sh [BASE] [BUILD_DIR (default build)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${2:-build}
+base=${1:-}
+if [ -z "$base" ]; then
+  base=$(git merge-base HEAD origin/main 2>/dev/null || true)
+  if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then base=$(git rev-parse -q --verify HEAD~1 || true); fi
+fi
+if [ -z "$base" ]; then
+  echo "lint: no earlier commit to compare with (a shallow clone?); nothing checked"
+  exit 0
+fi
+mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- '*.cc' '*.h' | grep -v '^build' || true)
+if [ ${#files[@]} -eq 0 ]; then
+  echo "lint: no C++ file changed since $(git rev-parse --short "$base")"
+  exit 0
+fi
+status=0
+echo "== lint: ${#files[@]} C++ file(s) changed since $(git rev-parse --short "$base")"
+# Formatting, on the changed lines only: the older code is not reformatted wholesale.
+if ! formatting=$(git clang-format --quiet --diff --extensions cc,h "$base" -- "${files[@]}" 2>&1); then :; fi
+if [ -n "$formatting" ] && ! grep -q "^no modified files\|did not modify any files" <<<"$formatting"; then
+  echo "$formatting"
+  echo "lint: the lines above are not formatted as .clang-format says (git clang-format $base fixes them)"
+  status=1
+fi
+[ -f "$build/compile_commands.json" ] || { echo "lint: $build/compile_commands.json missing: build first" >&2; exit 1; }
+sources=()
+for f in "${files[@]}"; do [[ $f == *.cc ]] && grep -q "\"file\": \".*/$f\"" "$build/compile_commands.json" && sources+=("$f"); done
+if [ ${#sources[@]} -gt 0 ]; then
+  echo "== clang-tidy: ${#sources[@]} file(s)"
+  clang-tidy -p "$build" --quiet "${sources[@]}" 2>/dev/null || status=1
+fi
+[ $status -eq 0 ] && echo "lint: clean"
+exit $status
