@@ -45,10 +45,8 @@ Outcome Session::lead(network::Monitors& monitors, JobControl& job) {
 
 void Session::write_final_report(std::optional<int> exit_status) {
   if (report_.verdict == JobVerdict::Hang) return;
-  if (report_.verdict == JobVerdict::Undecided) {
-    report_.verdict = JobVerdict::Completed;
-    report_.action_taken = "none";
-  }
+  if (report_.verdict == JobVerdict::Undecided) report_.verdict = JobVerdict::Completed;
+  if (report_.action_taken.empty()) report_.action_taken = "none";  // also when monitoring was lost
   report_.exit_status = exit_status;
   report_.ended_at = unix_now();
   write_report(report_, leading_.paths, log_);
