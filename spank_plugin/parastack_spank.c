@@ -23,13 +23,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <time.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 SPANK_PLUGIN(parastack, 1);
@@ -127,8 +127,7 @@ static int run_monitor_here(const char* const* argv) {
   if (pid < 0) return -1;
   if (pid == 0) {
     execv(argv[0], (char* const*)argv);
-    fprintf(stderr, "parastack: cannot run %s: %s (is parastack installed on this host?)\n", argv[0],
-            strerror(errno));
+    fprintf(stderr, "parastack: cannot run %s: %s (is parastack installed on this host?)\n", argv[0], strerror(errno));
     _exit(127);
   }
   int status = 0;
@@ -167,10 +166,13 @@ static int option_callback(int val, const char* optarg, int remote) {
 }
 
 static struct spank_option parastack_option = {
-    "parastack", "[OPTIONS]",
+    "parastack",
+    "[OPTIONS]",
     "Watch the job for hangs (parastack). OPTIONS: comma-separated name=value, e.g. "
     "action=report,alpha=0.001; --parastack=help lists them; --parastack=off opts out.",
-    2, 0, option_callback};
+    2,
+    0,
+    option_callback};
 
 /* sbatch reads its script before it hands plugin options over, so `sbatch --parastack=help` alone
  * would stop at "Batch script is empty": answer it from the command line, before that. */
@@ -237,10 +239,26 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
   snprintf(report, sizeof report, "%s/parastack-%u.json", cwd, job_id);
 
-  const char* argv[40] = {site.srun, "--overlap", "--quiet", "--job-name=parastack", "--mpi=pmix",
-                          "--kill-on-bad-exit=0", "--input=none", "--nodes", nodes, "--ntasks", nodes,
-                          "--ntasks-per-node=1", "--cpus-per-task=1", site.monitor, "--slurm-job", job,
-                          "--report", report, "--log-level", "error"};
+  const char* argv[40] = {site.srun,
+                          "--overlap",
+                          "--quiet",
+                          "--job-name=parastack",
+                          "--mpi=pmix",
+                          "--kill-on-bad-exit=0",
+                          "--input=none",
+                          "--nodes",
+                          nodes,
+                          "--ntasks",
+                          nodes,
+                          "--ntasks-per-node=1",
+                          "--cpus-per-task=1",
+                          site.monitor,
+                          "--slurm-job",
+                          job,
+                          "--report",
+                          report,
+                          "--log-level",
+                          "error"};
   int argc = 20;
   if (site.mail) argv[argc++] = "--mail";
   argc = add_choices(&site, option_value, argv, argc);

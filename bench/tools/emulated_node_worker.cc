@@ -28,7 +28,9 @@ EmulatedNodeWorker::EmulatedNodeWorker(int index, int count, std::uint32_t per_m
 
 EmulatedNodeWorker::~EmulatedNodeWorker() = default;
 
-std::vector<NodeRank> EmulatedNodeWorker::discover(const std::vector<std::string>&) { return ranks_.empty() ? table_ : std::vector<NodeRank>{}; }
+std::vector<NodeRank> EmulatedNodeWorker::discover(const std::vector<std::string>&) {
+  return ranks_.empty() ? table_ : std::vector<NodeRank>{};
+}
 
 void EmulatedNodeWorker::adopt(const std::string&) { ranks_ = table_; }
 
@@ -54,8 +56,7 @@ std::vector<stats::RankState> EmulatedNodeWorker::all_states() {
 diagnosis::PrefixTree EmulatedNodeWorker::gather_stacks(std::vector<RankRecord>& records) {
   records.clear();  // a million records would measure the report, not the merge
   samples_taken_ += ranks_.size();
-  return stackbench::build_monitor_tree(generator_->workload, generator_->traces,
-                                        static_cast<std::uint32_t>(index_));
+  return stackbench::build_monitor_tree(generator_->workload, generator_->traces, static_cast<std::uint32_t>(index_));
 }
 
 }  // namespace parastack::bench

@@ -17,9 +17,9 @@ using node::NodeRank;
 using node::NodeWorker;
 using node::RankRecord;
 
-// Emulated ranks for the monitor network's benchmark (bench/monitor-network.sh, parastack-monitor-bench): monitor `index`
-// of `count` pretends to hold ranks [index * per_monitor, (index + 1) * per_monitor) of one
-// instance, in or out of MPI at random, with STATBench's synthetic stack traces.
+// Emulated ranks for the monitor network's benchmark (bench/monitor-network.sh, parastack-monitor-bench): monitor
+// `index` of `count` pretends to hold ranks [index * per_monitor, (index + 1) * per_monitor) of one instance, in or out
+// of MPI at random, with STATBench's synthetic stack traces.
 class EmulatedNodeWorker final : public NodeWorker {
  public:
   EmulatedNodeWorker(int index, int count, std::uint32_t per_monitor, std::uint64_t seed);

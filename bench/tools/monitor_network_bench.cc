@@ -44,7 +44,9 @@ double median(std::vector<double> v) {
 
 // The benchmark of bench/monitor-network.sh, on emulated ranks, through the real requests.
 int run_benchmark(network::MpiMonitors& monitors, const BenchOptions& options) {
-  const auto elapsed = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+  const auto elapsed = [](Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  };
   std::printf("monitors: %d, emulated ranks: %llu (%llu per monitor)\n", monitors.count(),
               static_cast<unsigned long long>(options.emulate_ranks),
               static_cast<unsigned long long>(options.emulate_ranks / static_cast<std::uint64_t>(monitors.count())));
@@ -121,7 +123,10 @@ int run_benchmark(network::MpiMonitors& monitors, const BenchOptions& options) {
   const double leader_percent =
       100 * (after[0].cpu_seconds - before[0].cpu_seconds) / (after[0].wall_seconds - before[0].wall_seconds);
 
-  std::printf("| emulated ranks | monitors | rank table: gather s (median of 3) | table bytes | leader per sample: wall ms (median / p95) | leader CPU ms per sample | monitors asked per set | stack merge s (median of 3) | merged tree: nodes / classes / bytes |\n");
+  std::printf(
+      "| emulated ranks | monitors | rank table: gather s (median of 3) | table bytes | leader per sample: wall ms "
+      "(median / p95) | leader CPU ms per sample | monitors asked per set | stack merge s (median of 3) | merged tree: "
+      "nodes / classes / bytes |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   auto sorted_walls = walls;
   std::sort(sorted_walls.begin(), sorted_walls.end());
@@ -130,10 +135,11 @@ int run_benchmark(network::MpiMonitors& monitors, const BenchOptions& options) {
               1e3 * median(walls), 1e3 * sorted_walls[sorted_walls.size() * 95 / 100], 1e3 * median(cpus),
               touched.size(), monitors.count(), median(merge_times), tree_nodes, classes, tree_bytes);
   if (!idle_percent.empty()) {
-    std::printf("idle over %.0f s: monitors' CPU %% of a core: max %.3f, mean %.3f; leader %.3f\n",
-                options.idle_seconds, *std::max_element(idle_percent.begin(), idle_percent.end()),
-                std::accumulate(idle_percent.begin(), idle_percent.end(), 0.0) / static_cast<double>(idle_percent.size()),
-                leader_percent);
+    std::printf(
+        "idle over %.0f s: monitors' CPU %% of a core: max %.3f, mean %.3f; leader %.3f\n", options.idle_seconds,
+        *std::max_element(idle_percent.begin(), idle_percent.end()),
+        std::accumulate(idle_percent.begin(), idle_percent.end(), 0.0) / static_cast<double>(idle_percent.size()),
+        leader_percent);
   }
   std::fflush(stdout);
   return 0;
@@ -145,7 +151,8 @@ int run_benchmark(network::MpiMonitors& monitors, const BenchOptions& options) {
 int main(int argc, char** argv) {
   using namespace parastack;
   bench::BenchOptions options;
-  CLI::App app{"parastack-monitor-bench: the monitor network's benchmark on emulated ranks (one MPI process per monitor)"};
+  CLI::App app{
+      "parastack-monitor-bench: the monitor network's benchmark on emulated ranks (one MPI process per monitor)"};
   cli::add_model_options(app, options.watchdog.model);
   app.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
       ->check(CLI::Range(1, 10000))
@@ -156,7 +163,9 @@ int main(int argc, char** argv) {
   app.add_option("--idle-seconds", options.idle_seconds, "How long to measure idle monitors")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
-  app.add_option("--bench-samples", options.bench_samples, "Samples to time")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--bench-samples", options.bench_samples, "Samples to time")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   // Parse before MPI starts: a usage error must not need an MPI job to be reported.
   try {
     app.parse(argc, argv);

@@ -85,21 +85,21 @@ int run_bench(const BenchOptions& options) {
     }
   }
   std::printf("%zu ranks, %d interleaved rounds\n\n", ranks.size(), options.rounds);
-  std::printf("| path | samples | failed | stop min us | stop p50 us | stop p99 us | monitor CPU p50 us | monitor CPU p99 us |\n");
+  std::printf(
+      "| path | samples | failed | stop min us | stop p50 us | stop p99 us | monitor CPU p50 us | monitor CPU p99 us "
+      "|\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& [name, path] : paths) {
     const auto& stops = stop_us[name];
-    std::printf("| %s | %zu | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", name, stops.size(),
-                failures[name], percentile_us(stops, 0), percentile_us(stops, 0.5),
-                percentile_us(stops, 0.99), percentile_us(cpu_us[name], 0.5),
-                percentile_us(cpu_us[name], 0.99));
+    std::printf("| %s | %zu | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", name, stops.size(), failures[name],
+                percentile_us(stops, 0), percentile_us(stops, 0.5), percentile_us(stops, 0.99),
+                percentile_us(cpu_us[name], 0.5), percentile_us(cpu_us[name], 0.99));
   }
   const auto& bare = stop_us[paths[0].first];
   const auto& fast = stop_us[paths[1].first];
   if (!bare.empty() && !fast.empty()) {
     std::printf("\nfast / bare stop time: %.2fx at the minimum, %.2fx at the median\n",
-                percentile_us(fast, 0) / percentile_us(bare, 0),
-                percentile_us(fast, 0.5) / percentile_us(bare, 0.5));
+                percentile_us(fast, 0) / percentile_us(bare, 0), percentile_us(fast, 0.5) / percentile_us(bare, 0.5));
   }
   return cli::kExitOk;
 }
@@ -108,14 +108,17 @@ int run_bench(const BenchOptions& options) {
 
 std::function<int()> add_sample_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
-  auto* command = app.add_subcommand(
-      "sample-bench",
-      "Benchmark: the target's stop time and the monitor's CPU per sample for the bare stop, the "
-      "fast path and the naive libunwind-ptrace path, on the ranks under a launcher.");
+  auto* command =
+      app.add_subcommand("sample-bench",
+                         "Benchmark: the target's stop time and the monitor's CPU per sample for the bare stop, the "
+                         "fast path and the naive libunwind-ptrace path, on the ranks under a launcher.");
   command->add_option("--pid", options->launcher, "The launcher's pid")->required()->check(CLI::PositiveNumber);
-  command->add_option("--rounds", options->rounds, "Interleaved rounds")->check(CLI::Range(1, 100000))->capture_default_str();
-  command->add_option("--loop", options->loop_seconds,
-                      "Instead: sample every rank every this many seconds until the job ends")
+  command->add_option("--rounds", options->rounds, "Interleaved rounds")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  command
+      ->add_option("--loop", options->loop_seconds,
+                   "Instead: sample every rank every this many seconds until the job ends")
       ->check(CLI::PositiveNumber);
   return [options] { return run_bench(*options); };
 }

@@ -39,8 +39,8 @@ std::vector<diagnosis::EncodeOptions> encodings_of(const std::string& name, std:
 // The standard table: STAT's history at a small scale, then the two goal scales.
 std::vector<RunConfig> standard_suite(unsigned threads) {
   std::vector<RunConfig> configs;
-  auto add = [&](std::uint32_t monitors, std::uint32_t tasks, Reduction reduction,
-                 std::uint32_t fanout, diagnosis::EncodeOptions encode) {
+  auto add = [&](std::uint32_t monitors, std::uint32_t tasks, Reduction reduction, std::uint32_t fanout,
+                 diagnosis::EncodeOptions encode) {
     RunConfig config;
     config.workload.monitors = monitors;
     config.workload.tasks_per_monitor = tasks;
@@ -71,9 +71,7 @@ int run_stackbench(const StackbenchOptions& options) {
   std::vector<RunConfig> configs;
   if (options.custom) {
     for (const auto reduction : {Reduction::Flat, Reduction::Tree}) {
-      if (options.reduction != "both" &&
-          (options.reduction == "flat") != (reduction == Reduction::Flat))
-        continue;
+      if (options.reduction != "both" && (options.reduction == "flat") != (reduction == Reduction::Flat)) continue;
       for (const auto& encode : encodings_of(options.encoding, options.workload.ranks())) {
         RunConfig config;
         config.workload = options.workload;
@@ -88,10 +86,9 @@ int run_stackbench(const StackbenchOptions& options) {
     configs = standard_suite(options.threads);
   }
   const auto& w = configs.front().workload;
-  std::printf(
-      "STATBench emulation: depth %u, breadth %u, %u classes, %u samples per task, %u threads\n\n",
-      w.depth, w.breadth, w.classes, w.samples_per_task,
-      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("STATBench emulation: depth %u, breadth %u, %u classes, %u samples per task, %u threads\n\n", w.depth,
+              w.breadth, w.classes, w.samples_per_task,
+              options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
   std::printf("%s", stackbench::format_table({}).c_str());
   std::fflush(stdout);
   std::vector<stackbench::RunResult> results;
@@ -106,25 +103,21 @@ int run_stackbench(const StackbenchOptions& options) {
   if (!options.custom) {
     // The goals of the issue, for the bit-vector rows (what the monitor network will send).
     std::printf("\n");
-    for (const auto& [ranks, goal] :
-         {std::pair<std::uint64_t, double>{131072, 1.0}, {1048576, 10.0}}) {
+    for (const auto& [ranks, goal] : {std::pair<std::uint64_t, double>{131072, 1.0}, {1048576, 10.0}}) {
       double best = -1, worst = -1;
       for (const auto& r : results) {
-        if (r.config.workload.ranks() != ranks ||
-            r.config.encode.encoding != diagnosis::RankEncoding::BitVector)
+        if (r.config.workload.ranks() != ranks || r.config.encode.encoding != diagnosis::RankEncoding::BitVector)
           continue;
         best = best < 0 ? r.merge_seconds : std::min(best, r.merge_seconds);
         worst = std::max(worst, r.merge_seconds);
       }
       std::printf("goal: %llu ranks merged in < %.0f s with bit vectors: %.3f-%.3f s, %s\n",
-                  static_cast<unsigned long long>(ranks), goal, best, worst,
-                  worst < goal ? "met" : "MISSED");
+                  static_cast<unsigned long long>(ranks), goal, best, worst, worst < goal ? "met" : "MISSED");
     }
   }
   if (!options.print.empty() && !results.empty()) {
     const auto& tree = results.back().tree;
-    const diagnosis::RenderOptions render{.max_range_chars = 60,
-                                          .title = stackbench::describe(results.back().config)};
+    const diagnosis::RenderOptions render{.max_range_chars = 60, .title = stackbench::describe(results.back().config)};
     std::printf("\n%s", options.print == "dot"    ? diagnosis::to_dot(tree, render).c_str()
                         : options.print == "json" ? (diagnosis::to_json(tree) + "\n").c_str()
                                                   : diagnosis::to_text(tree, render).c_str());
@@ -136,19 +129,15 @@ int run_stackbench(const StackbenchOptions& options) {
 
 std::function<int()> add_stackbench_command(CLI::App& app) {
   auto options = std::make_shared<StackbenchOptions>();
-  auto* command = app.add_subcommand(
-      "stackbench",
-      "Benchmark: STATBench-style emulation of the stack-trace merge (call-graph prefix trees) at "
-      "scale, flat vs tree reduction, bit vectors vs range strings. Without --monitors/--tasks, "
-      "the standard table up to 1,048,576 ranks.");
+  auto* command =
+      app.add_subcommand("stackbench",
+                         "Benchmark: STATBench-style emulation of the stack-trace merge (call-graph prefix trees) at "
+                         "scale, flat vs tree reduction, bit vectors vs range strings. Without --monitors/--tasks, "
+                         "the standard table up to 1,048,576 ranks.");
   auto& w = options->workload;
-  auto* monitors = command->add_option("--monitors", w.monitors, "Emulated monitors")
-                       ->check(CLI::Range(1, 1 << 20));
-  auto* tasks = command->add_option("--tasks", w.tasks_per_monitor, "Ranks per monitor")
-                    ->check(CLI::Range(1, 1 << 20));
-  command->add_option("--depth", w.depth, "Most calls below main")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+  auto* monitors = command->add_option("--monitors", w.monitors, "Emulated monitors")->check(CLI::Range(1, 1 << 20));
+  auto* tasks = command->add_option("--tasks", w.tasks_per_monitor, "Ranks per monitor")->check(CLI::Range(1, 1 << 20));
+  command->add_option("--depth", w.depth, "Most calls below main")->check(CLI::Range(1, 1000))->capture_default_str();
   command->add_option("--breadth", w.breadth, "Functions to choose from per call")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -169,11 +158,8 @@ std::function<int()> add_stackbench_command(CLI::App& app) {
                    "Rank sets as bitvector, ranges, full (full-job bit vectors) or both")
       ->check(CLI::IsMember({"bitvector", "ranges", "full", "both"}))
       ->capture_default_str();
-  command->add_option("--threads", options->threads, "Threads (0: one per core)")
-      ->capture_default_str();
-  command
-      ->add_option("--print", options->print,
-                   "Also print the last run's merged tree: text, dot or json")
+  command->add_option("--threads", options->threads, "Threads (0: one per core)")->capture_default_str();
+  command->add_option("--print", options->print, "Also print the last run's merged tree: text, dot or json")
       ->check(CLI::IsMember({"text", "dot", "json"}));
   return [options, monitors, tasks] {
     options->custom = monitors->count() > 0 || tasks->count() > 0;

@@ -46,9 +46,8 @@ NodeId PrefixTree::append_child(NodeId parent, std::string name, bool mpi) {
 
 NodeId PrefixTree::find_or_add_child(NodeId parent, std::string_view name, bool mpi) {
   auto& children = nodes_[parent].children;
-  const auto at =
-      std::lower_bound(children.begin(), children.end(), name,
-                       [this](NodeId id, std::string_view n) { return nodes_[id].name < n; });
+  const auto at = std::lower_bound(children.begin(), children.end(), name,
+                                   [this](NodeId id, std::string_view n) { return nodes_[id].name < n; });
   if (at != children.end() && nodes_[*at].name == name) {
     nodes_[*at].mpi = nodes_[*at].mpi || mpi;
     return *at;
@@ -170,8 +169,7 @@ std::vector<EquivalenceClass> PrefixTree::equivalence_classes() const {
   for (auto& [ranks, nodes] : groups) {
     classes.push_back(EquivalenceClass{ranks, ranks.lowest(), std::move(nodes)});
   }
-  std::sort(classes.begin(), classes.end(),
-            [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
+  std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
   return classes;
 }
 
@@ -201,8 +199,7 @@ bool PrefixTree::operator==(const PrefixTree& other) const {
         x.terminal_ranks() != y.terminal_ranks() || x.children.size() != y.children.size()) {
       return false;
     }
-    for (std::size_t i = 0; i < x.children.size(); ++i)
-      stack.emplace_back(x.children[i], y.children[i]);
+    for (std::size_t i = 0; i < x.children.size(); ++i) stack.emplace_back(x.children[i], y.children[i]);
   }
   return true;
 }

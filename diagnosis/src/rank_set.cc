@@ -22,8 +22,7 @@ RankSet RankSet::range(Rank first, Rank last) {
   return set;
 }
 
-std::optional<RankSet> RankSet::from_words(std::uint64_t base_word,
-                                           std::vector<std::uint64_t> words) {
+std::optional<RankSet> RankSet::from_words(std::uint64_t base_word, std::vector<std::uint64_t> words) {
   if (base_word > kMaxWords || words.size() > kMaxWords - base_word) return std::nullopt;
   RankSet set;
   set.base_word_ = base_word;
@@ -80,8 +79,7 @@ std::size_t RankSet::size() const {
 }
 
 Rank RankSet::lowest() const {
-  return static_cast<Rank>(base_word_ * kWordBits +
-                           static_cast<std::uint64_t>(__builtin_ctzll(words_.front())));
+  return static_cast<Rank>(base_word_ * kWordBits + static_cast<std::uint64_t>(__builtin_ctzll(words_.front())));
 }
 
 Rank RankSet::highest() const {
@@ -102,10 +100,9 @@ RankSet& RankSet::operator|=(const RankSet& other) {
 bool RankSet::is_subset_of(const RankSet& other) const {
   for (std::size_t i = 0; i < words_.size(); ++i) {
     const std::uint64_t word = base_word_ + i;
-    const std::uint64_t theirs =
-        word >= other.base_word_ && word < other.base_word_ + other.words_.size()
-            ? other.words_[word - other.base_word_]
-            : 0;
+    const std::uint64_t theirs = word >= other.base_word_ && word < other.base_word_ + other.words_.size()
+                                     ? other.words_[word - other.base_word_]
+                                     : 0;
     if ((words_[i] & ~theirs) != 0) return false;
   }
   return true;
@@ -127,9 +124,7 @@ std::string RankSet::to_ranges() const {
   };
   // Walks runs of one bits word by word, so a long run costs one step per word, not per rank.
   const std::uint64_t end_bit = (base_word_ + words_.size()) * kWordBits;
-  auto bit_at = [&](std::uint64_t bit) {
-    return (words_[bit / kWordBits - base_word_] >> (bit % kWordBits) & 1) != 0;
-  };
+  auto bit_at = [&](std::uint64_t bit) { return (words_[bit / kWordBits - base_word_] >> (bit % kWordBits) & 1) != 0; };
   auto next_with = [&](std::uint64_t bit, bool value) {
     while (bit < end_bit) {
       const std::uint64_t word = words_[bit / kWordBits - base_word_];

@@ -7,14 +7,12 @@ namespace parastack::diagnosis {
 namespace {
 
 // Twelve colours that stay apart on screen and paper (ColorBrewer "Set3", then "Paired" tones).
-constexpr const char* kPalette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
-                                    "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-                                    "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3"};
+constexpr const char* kPalette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
+                                    "#b3de69", "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3"};
 constexpr const char* kShared = "#e0e0e0";
 
 // Class number (0-based) by terminal rank set.
-std::unordered_map<RankSet, std::size_t, RankSetHash> class_index(
-    const std::vector<EquivalenceClass>& classes) {
+std::unordered_map<RankSet, std::size_t, RankSetHash> class_index(const std::vector<EquivalenceClass>& classes) {
   std::unordered_map<RankSet, std::size_t, RankSetHash> index;
   for (std::size_t i = 0; i < classes.size(); ++i) index.emplace(classes[i].ranks, i);
   return index;
@@ -29,8 +27,7 @@ bool has_time_dimension(const PrefixTree& tree) {
 
 std::string rank_label(const RankSet& ranks, std::size_t max_chars) {
   const auto count = ranks.size();
-  return std::to_string(count) + (count == 1 ? " rank: " : " ranks: ") +
-         shorten_ranges(ranks.to_ranges(), max_chars);
+  return std::to_string(count) + (count == 1 ? " rank: " : " ranks: ") + shorten_ranges(ranks.to_ranges(), max_chars);
 }
 
 std::string dot_escape(std::string_view text) {
@@ -47,9 +44,7 @@ std::string dot_escape(std::string_view text) {
 std::string shorten_ranges(const std::string& ranges, std::size_t max_chars) {
   if (max_chars == 0 || ranges.size() <= max_chars) return ranges;
   const auto cut = ranges.rfind(',', max_chars);
-  return (cut == std::string::npos || cut == 0 ? ranges.substr(0, max_chars)
-                                               : ranges.substr(0, cut)) +
-         ",...";
+  return (cut == std::string::npos || cut == 0 ? ranges.substr(0, max_chars) : ranges.substr(0, cut)) + ",...";
 }
 
 std::string to_text(const PrefixTree& tree, const RenderOptions& options) {
@@ -59,10 +54,9 @@ std::string to_text(const PrefixTree& tree, const RenderOptions& options) {
   const auto& root = tree.root();
   std::string out;
   if (!options.title.empty()) out += options.title + "\n";
-  out += std::string(to_string(tree.shape())) + ": " +
-         rank_label(root.ranks, options.max_range_chars) + ", " + std::to_string(root.samples) +
-         (root.samples == 1 ? " sample" : " samples") + ", " + std::to_string(classes.size()) +
-         (classes.size() == 1 ? " equivalence class\n" : " equivalence classes\n");
+  out += std::string(to_string(tree.shape())) + ": " + rank_label(root.ranks, options.max_range_chars) + ", " +
+         std::to_string(root.samples) + (root.samples == 1 ? " sample" : " samples") + ", " +
+         std::to_string(classes.size()) + (classes.size() == 1 ? " equivalence class\n" : " equivalence classes\n");
 
   // (node, prefix of its children's lines), depth first in child (name) order.
   struct Item {
@@ -72,8 +66,7 @@ std::string to_text(const PrefixTree& tree, const RenderOptions& options) {
   };
   std::vector<Item> stack;
   const auto& top = root.children;
-  for (auto it = top.rbegin(); it != top.rend(); ++it)
-    stack.push_back({*it, "", it == top.rbegin()});
+  for (auto it = top.rbegin(); it != top.rend(); ++it) stack.push_back({*it, "", it == top.rbegin()});
   while (!stack.empty()) {
     const Item item = std::move(stack.back());
     stack.pop_back();
@@ -95,8 +88,7 @@ std::string to_text(const PrefixTree& tree, const RenderOptions& options) {
   for (std::size_t i = 0; i < classes.size(); ++i) {
     const auto& c = classes[i];
     std::string where;
-    for (const auto& name : tree.path(c.nodes.front()))
-      where += (where.empty() ? "" : " > ") + name;
+    for (const auto& name : tree.path(c.nodes.front())) where += (where.empty() ? "" : " > ") + name;
     if (where.empty()) where = "(empty trace)";
     if (c.nodes.size() > 1) where += " (+" + std::to_string(c.nodes.size() - 1) + " more paths)";
     out += "  " + std::to_string(i + 1) + ". rank " + std::to_string(c.representative) + " for " +
@@ -123,14 +115,13 @@ std::string to_dot(const PrefixTree& tree, const RenderOptions& options) {
   for (NodeId id = 1; id < tree.node_count(); ++id) {
     const auto& node = tree.node(id);
     const char* colour = colour_of(node.ranks);
-    out += "  n" + std::to_string(id) + " [label=\"" + dot_escape(node.name) + "\", fillcolor=\"" +
-           colour + "\"" + (node.mpi ? ", peripheries=2" : "") + "];\n";
+    out += "  n" + std::to_string(id) + " [label=\"" + dot_escape(node.name) + "\", fillcolor=\"" + colour + "\"" +
+           (node.mpi ? ", peripheries=2" : "") + "];\n";
     std::string label = std::to_string(node.ranks.size()) + ":[" +
                         shorten_ranges(node.ranks.to_ranges(), options.max_range_chars) + "]";
     if (timed) label += "\\n" + std::to_string(node.samples) + " samples";
-    out += "  n" + std::to_string(node.parent) + " -> n" + std::to_string(id) + " [label=\"" +
-           dot_escape(label) + "\", color=\"" + (colour == kShared ? "#606060" : colour) +
-           "\", penwidth=2];\n";
+    out += "  n" + std::to_string(node.parent) + " -> n" + std::to_string(id) + " [label=\"" + dot_escape(label) +
+           "\", color=\"" + (colour == kShared ? "#606060" : colour) + "\", penwidth=2];\n";
   }
   // The classes as a legend, so the colours mean something on paper.
   if (!classes.empty()) {
@@ -138,9 +129,8 @@ std::string to_dot(const PrefixTree& tree, const RenderOptions& options) {
     for (std::size_t i = 0; i < classes.size(); ++i) {
       std::string ranks = shorten_ranges(classes[i].ranks.to_ranges(), options.max_range_chars);
       out += "<tr><td bgcolor=\"" + std::string(kPalette[i % std::size(kPalette)]) + "\">class " +
-             std::to_string(i + 1) + "</td><td align=\"left\">rank " +
-             std::to_string(classes[i].representative) + " of " +
-             std::to_string(classes[i].ranks.size()) + ": " + ranks + "</td></tr>";
+             std::to_string(i + 1) + "</td><td align=\"left\">rank " + std::to_string(classes[i].representative) +
+             " of " + std::to_string(classes[i].ranks.size()) + ": " + ranks + "</td></tr>";
     }
     out += "</table>>];\n";
   }

@@ -14,9 +14,7 @@ constexpr std::uint8_t kFlagMpi = 1;
 
 class Writer {
  public:
-  void bytes(const void* data, std::size_t size) {
-    out_.append(static_cast<const char*>(data), size);
-  }
+  void bytes(const void* data, std::size_t size) { out_.append(static_cast<const char*>(data), size); }
   void byte(std::uint8_t value) { out_.push_back(static_cast<char>(value)); }
   void varint(std::uint64_t value) {
     while (value >= 0x80) {
@@ -52,8 +50,7 @@ void write_ranks(Writer& out, const RankSet& set, const EncodeOptions& options) 
     for (const auto w : words) out.word(w);
     return;
   }
-  const std::uint64_t width =
-      (options.full_width_ranks + RankSet::kWordBits - 1) / RankSet::kWordBits;
+  const std::uint64_t width = (options.full_width_ranks + RankSet::kWordBits - 1) / RankSet::kWordBits;
   const std::uint64_t end = std::max<std::uint64_t>(width, set.base_word() + words.size());
   out.varint(0);
   out.varint(end);
@@ -197,8 +194,8 @@ std::variant<PrefixTree, DecodeError> deserialize(std::string_view bytes, TreeOp
   }
   const auto version = in.byte();
   if (!in.failed() && version != kWireVersion) {
-    in.fail("unsupported version " + std::to_string(version) + " (this build reads " +
-            std::to_string(kWireVersion) + ")");
+    in.fail("unsupported version " + std::to_string(version) + " (this build reads " + std::to_string(kWireVersion) +
+            ")");
   }
   const auto encoding_byte = in.byte();
   if (!in.failed() && encoding_byte > static_cast<std::uint8_t>(RankEncoding::RangeString)) {
@@ -270,8 +267,7 @@ std::variant<PrefixTree, DecodeError> deserialize(std::string_view bytes, TreeOp
     if (grandchildren > 0) stack.push_back({child, grandchildren, {}});
   }
   if (!in.failed() && decoded != node_count) {
-    in.fail("node count says " + std::to_string(node_count) + " but the tree has " +
-            std::to_string(decoded));
+    in.fail("node count says " + std::to_string(node_count) + " but the tree has " + std::to_string(decoded));
   }
   if (!in.failed() && in.remaining() != 0) in.fail("trailing bytes after the tree");
   if (in.failed()) return in.error();

@@ -41,8 +41,7 @@ double beta_continued_fraction(double a, double b, double x) {
 double regularized_incomplete_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double log_front =
-      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
   if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_continued_fraction(a, b, x) / a;
   return 1 - std::exp(log_front) * beta_continued_fraction(b, a, 1 - x) / b;
 }
@@ -53,8 +52,8 @@ double binomial_cdf(std::uint64_t successes, std::uint64_t trials, double p) {
   if (successes >= trials || p <= 0) return 1;
   if (p >= 1) return 0;
   // P(X <= k) = I_{1-p}(n - k, k + 1).
-  return regularized_incomplete_beta(static_cast<double>(trials - successes),
-                                     static_cast<double>(successes) + 1, 1 - p);
+  return regularized_incomplete_beta(static_cast<double>(trials - successes), static_cast<double>(successes) + 1,
+                                     1 - p);
 }
 
 double binomial_upper_bound(std::uint64_t successes, std::uint64_t trials, double beta) {

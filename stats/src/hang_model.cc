@@ -22,20 +22,20 @@ std::optional<std::string> config_error(const ModelConfig& c) {
   return std::nullopt;
 }
 
-std::string_view to_string(ThresholdRule rule) {
-  return rule == ThresholdRule::Paper ? "paper" : "every-value";
-}
+std::string_view to_string(ThresholdRule rule) { return rule == ThresholdRule::Paper ? "paper" : "every-value"; }
 
-std::string_view to_string(SuspicionBound bound) {
-  return bound == SuspicionBound::Ladder ? "ladder" : "exact";
-}
+std::string_view to_string(SuspicionBound bound) { return bound == SuspicionBound::Ladder ? "ladder" : "exact"; }
 
 std::string_view to_string(Evidence evidence) {
   switch (evidence) {
-    case Evidence::None: return "none";
-    case Evidence::Fraction: return "fraction";
-    case Evidence::Stasis: return "stasis";
-    case Evidence::EarlyStasis: return "early-stasis";
+    case Evidence::None:
+      return "none";
+    case Evidence::Fraction:
+      return "fraction";
+    case Evidence::Stasis:
+      return "stasis";
+    case Evidence::EarlyStasis:
+      return "early-stasis";
   }
   return "?";
 }
@@ -50,15 +50,19 @@ double Decision::onset() const {
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::Skipped: return "skipped";
-    case Verdict::Building: return "building";
-    case Verdict::Healthy: return "healthy";
-    case Verdict::Suspicion: return "suspicion";
-    case Verdict::Hang: return "hang";
+    case Verdict::Skipped:
+      return "skipped";
+    case Verdict::Building:
+      return "building";
+    case Verdict::Healthy:
+      return "healthy";
+    case Verdict::Suspicion:
+      return "suspicion";
+    case Verdict::Hang:
+      return "hang";
   }
   return "?";
 }
-
 
 namespace {
 
@@ -73,9 +77,7 @@ HangModel::HangModel(ModelConfig config) : config_(config), interval_(config.ini
   sets_.assign(config_.sets, SetModel(config_.window, config_.stasis, estimate_beta(config_)));
 }
 
-bool HangModel::splits_alpha() const {
-  return config_.bound == SuspicionBound::Exact || config_.stasis.enabled;
-}
+bool HangModel::splits_alpha() const { return config_.bound == SuspicionBound::Exact || config_.stasis.enabled; }
 
 int HangModel::next_set() const {
   return static_cast<int>((observations_ / config_.observations_per_turn) % config_.sets);
@@ -159,8 +161,8 @@ Decision HangModel::observe(const Observation& observation) {
   Decision decision;
   decision.observation = observation;
   decision.interval = interval_;
-  if (observation.set < 0 || observation.set >= config_.sets || observation.n <= 0 ||
-      observation.n_out < 0 || observation.n_out > observation.n) {
+  if (observation.set < 0 || observation.set >= config_.sets || observation.n <= 0 || observation.n_out < 0 ||
+      observation.n_out > observation.n) {
     return decision;  // Skipped
   }
   ++observations_;

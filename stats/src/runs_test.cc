@@ -17,9 +17,7 @@ double choose(int n, int k) {
   return std::round(result);
 }
 
-int max_runs(int n_pos, int n_neg) {
-  return 2 * std::min(n_pos, n_neg) + (n_pos != n_neg ? 1 : 0);
-}
+int max_runs(int n_pos, int n_neg) { return 2 * std::min(n_pos, n_neg) + (n_pos != n_neg ? 1 : 0); }
 
 // Two-sided critical value z of the standard normal, P(|Z| > z) = significance: the 5% level
 // ParaStack uses is exact, other levels are found by bisection on erfc.
@@ -44,9 +42,7 @@ double runs_probability(int runs, int n_pos, int n_neg) {
     return 2 * choose(n_pos - 1, k - 1) * choose(n_neg - 1, k - 1) / total;
   }
   int k = (runs - 1) / 2;
-  return (choose(n_pos - 1, k - 1) * choose(n_neg - 1, k) +
-          choose(n_pos - 1, k) * choose(n_neg - 1, k - 1)) /
-         total;
+  return (choose(n_pos - 1, k - 1) * choose(n_neg - 1, k) + choose(n_pos - 1, k) * choose(n_neg - 1, k - 1)) / total;
 }
 
 RunsRegion exact_runs_region(int n_pos, int n_neg, double significance) {

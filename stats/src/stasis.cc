@@ -67,9 +67,9 @@ void StasisModel::commit_held() {
 void StasisModel::maybe_refresh() {
   // Bounds are refreshed at a few points only (the sample count grew by a quarter, or a quarter of
   // the window was replaced), so the union bound over refreshes costs little (refresh_share).
-  const bool grown = first_trials_ >= kFirstRefreshPairs &&
-                     (refreshes_ == 0 || 4 * first_trials_ >= 5 * trials_at_refresh_ ||
-                      (config_.window != 0 && 4 * added_since_refresh_ >= config_.window));
+  const bool grown =
+      first_trials_ >= kFirstRefreshPairs && (refreshes_ == 0 || 4 * first_trials_ >= 5 * trials_at_refresh_ ||
+                                              (config_.window != 0 && 4 * added_since_refresh_ >= config_.window));
   if (!grown) return;
   const double beta = beta_ * refresh_share(refreshes_) / 4;  // c and s a quarter each; places half
   first_bound_ = binomial_upper_bound(first_hits_, first_trials_, beta);
@@ -108,9 +108,9 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
   d.first_bound = first_bound_;
   d.continue_bound = continue_bound_;
   d.pairs = first_trials_;
-  d.early_applies = first_trials_ >= config_.early_min_pairs &&
-                    static_cast<double>(first_hits_) <=
-                        config_.early_max_still_share * static_cast<double>(first_trials_);
+  d.early_applies =
+      first_trials_ >= config_.early_min_pairs &&
+      static_cast<double>(first_hits_) <= config_.early_max_still_share * static_cast<double>(first_trials_);
   d.streak = static_cast<int>(held_.size());
   d.streak_onset = held_onset_;
   if (d.streak > 0) {

@@ -23,8 +23,7 @@ struct Candidate {
 
 double min_sample_size(double p_hat, double tolerance) {
   if (!(p_hat > 0 && p_hat < 1)) return std::numeric_limits<double>::infinity();
-  return std::max({5 / p_hat, 5 / (1 - p_hat),
-                   kZ95Squared * p_hat * (1 - p_hat) / (tolerance * tolerance)});
+  return std::max({5 / p_hat, 5 / (1 - p_hat), kZ95Squared * p_hat * (1 - p_hat) / (tolerance * tolerance)});
 }
 
 LadderPoint optimal_point(double tolerance) {
@@ -45,8 +44,7 @@ LadderPoint optimal_point(double tolerance) {
 namespace {
 
 // The threshold of one ladder step, or nullopt when the samples do not justify it.
-std::optional<SuspicionThreshold> step_threshold(const LadderPoint& step,
-                                                 const EmpiricalDistribution& samples) {
+std::optional<SuspicionThreshold> step_threshold(const LadderPoint& step, const EmpiricalDistribution& samples) {
   const double n = static_cast<double>(samples.size());
   // t1: the largest value with F_n < p̂_m; t2: the smallest value with F_n >= p̂_m.
   std::optional<Candidate> below, above;
@@ -66,8 +64,7 @@ std::optional<SuspicionThreshold> step_threshold(const LadderPoint& step,
     if (!candidate || candidate->n_required > n) continue;
     const double q = candidate->p_hat + step.tolerance;
     if (q >= 1) continue;
-    return SuspicionThreshold{step.tolerance, candidate->value, candidate->p_hat,
-                              candidate->n_required, q};
+    return SuspicionThreshold{step.tolerance, candidate->value, candidate->p_hat, candidate->n_required, q};
   }
   return std::nullopt;
 }

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace parastack::stats {
 namespace {
@@ -45,10 +45,8 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
   if (!json.is_object()) return TraceError{"not a JSON object"};
   Observation observation;
   std::string error;
-  if (!read_field(json, "t", observation.t, error) ||
-      !read_field(json, "set", observation.set, error) ||
-      !read_field(json, "n_out", observation.n_out, error) ||
-      !read_field(json, "n", observation.n, error)) {
+  if (!read_field(json, "t", observation.t, error) || !read_field(json, "set", observation.set, error) ||
+      !read_field(json, "n_out", observation.n_out, error) || !read_field(json, "n", observation.n, error)) {
     return TraceError{error};
   }
   if (observation.n < 0 || observation.n_out < 0 || observation.n_out > observation.n) {

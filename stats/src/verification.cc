@@ -11,8 +11,10 @@ namespace {
 std::string entry_name(std::string_view function) {
   std::string name;
   for (char c : function) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (name.starts_with("pmpi_")) name.erase(0, 5);
-  else if (name.starts_with("mpi_")) name.erase(0, 4);
+  if (name.starts_with("pmpi_"))
+    name.erase(0, 5);
+  else if (name.starts_with("mpi_"))
+    name.erase(0, 4);
   while (!name.empty() && name.back() == '_') name.pop_back();  // Fortran bindings
   return name;
 }
@@ -23,8 +25,7 @@ bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
   if (from.state == RankState::InMpi && to.state == RankState::InMpi) {
     if (same_function(from.mpi_function, to.mpi_function)) {
       // The same call from another call site (both paths known) is a step through the code too.
-      return from.path != 0 && to.path != 0 && from.path != to.path &&
-             !is_polling_function(from.mpi_function);
+      return from.path != 0 && to.path != 0 && from.path != to.path && !is_polling_function(from.mpi_function);
     }
     return !(is_polling_function(from.mpi_function) && is_polling_function(to.mpi_function));
   }
@@ -41,20 +42,22 @@ bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
 
 std::string_view to_string(RankState state) {
   switch (state) {
-    case RankState::InMpi: return "IN_MPI";
-    case RankState::OutMpi: return "OUT_MPI";
-    case RankState::Unknown: return "UNKNOWN";
+    case RankState::InMpi:
+      return "IN_MPI";
+    case RankState::OutMpi:
+      return "OUT_MPI";
+    case RankState::Unknown:
+      return "UNKNOWN";
   }
   return "?";
 }
 
 bool is_polling_function(std::string_view mpi_function) {
-  if (!mpi_function.starts_with("MPI_") && !mpi_function.starts_with("PMPI_") &&
-      !mpi_function.starts_with("mpi_") && !mpi_function.starts_with("pmpi_")) {
+  if (!mpi_function.starts_with("MPI_") && !mpi_function.starts_with("PMPI_") && !mpi_function.starts_with("mpi_") &&
+      !mpi_function.starts_with("pmpi_")) {
     return false;
   }
-  static constexpr std::array<std::string_view, 5> kPolling{"test", "testany", "testsome",
-                                                            "testall", "iprobe"};
+  static constexpr std::array<std::string_view, 5> kPolling{"test", "testany", "testsome", "testall", "iprobe"};
   const std::string name = entry_name(mpi_function);
   return std::find(kPolling.begin(), kPolling.end(), name) != kPolling.end();
 }

@@ -31,8 +31,8 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
   auto name = [](const RankSnapshot& s) {
     return s.state == RankState::InMpi ? s.mpi_function : std::string(to_string(s.state));
   };
-  return "rank " + std::to_string(targets[evidence.rank_index]) + " moved from " + name(evidence.from) +
-         " to " + name(evidence.to);
+  return "rank " + std::to_string(targets[evidence.rank_index]) + " moved from " + name(evidence.from) + " to " +
+         name(evidence.to);
 }
 
 }  // namespace
@@ -92,9 +92,8 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
   }
 }
 
-std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks,
-                                                                int set, double t,
-                                                                std::vector<RankSnapshot> targets) {
+std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
+                                                                double t, std::vector<RankSnapshot> targets) {
   const Observation observation = signatures_.observe(t, set, targets);
   const Decision decision = model_.observe(observation);
   ++observations_;

@@ -46,9 +46,8 @@ nlohmann::json last_json_line(const std::string& out) {
 class ReplayCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("parastack-replay-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("parastack-replay-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -135,7 +134,10 @@ TEST_F(ReplayCli, BadInputGivesAClearErrorAndStatus2) {
   EXPECT_NE(missing.out.find("cannot read"), std::string::npos) << missing.out;
 
   const auto path = (dir_ / "bad.jsonl").string();
-  std::ofstream(path) << R"({"t":0.4,"set":0,"n_out":1,"n":10})" << "\n" << R"({"t":0.8,"set":0})" << "\n";
+  std::ofstream(path) << R"({"t":0.4,"set":0,"n_out":1,"n":10})"
+                      << "\n"
+                      << R"({"t":0.8,"set":0})"
+                      << "\n";
   auto bad = run("replay " + path);
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.out.find(":2: missing field \"n_out\""), std::string::npos) << bad.out;

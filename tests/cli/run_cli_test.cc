@@ -27,13 +27,14 @@ Outcome run_parastack(const std::vector<std::string>& args, const TempDir& dir,
   std::vector<std::string> argv{PARASTACK_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   // No site configuration unless the test gives one.
-  if (std::none_of(environment.begin(), environment.end(), [](const auto& e) { return e.starts_with("PARASTACK_CONFIG="); })) {
+  if (std::none_of(environment.begin(), environment.end(),
+                   [](const auto& e) { return e.starts_with("PARASTACK_CONFIG="); })) {
     environment.push_back("PARASTACK_CONFIG=");
   }
   int status;
   {
-    ChildProcess child(argv, ChildOptions{environment, (dir.path() / "out").string(),
-                                          (dir.path() / "err").string(), dir.path().string()});
+    ChildProcess child(argv, ChildOptions{environment, (dir.path() / "out").string(), (dir.path() / "err").string(),
+                                          dir.path().string()});
     status = child.wait_exit(60s);
   }
   return {status, read_file(dir.path() / "err")};

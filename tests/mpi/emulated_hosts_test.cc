@@ -37,8 +37,7 @@ pid_t launcher_inside(ChildProcess& process) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (std::chrono::steady_clock::now() < deadline && process.running()) {
     for (pid_t pid : process.descendants()) {
-      if (read_file("/proc/" + std::to_string(pid) + "/comm") == "mpirun\n")
-        return EmulatedHosts::pid_inside(pid);
+      if (read_file("/proc/" + std::to_string(pid) + "/comm") == "mpirun\n") return EmulatedHosts::pid_inside(pid);
     }
     std::this_thread::sleep_for(20ms);
   }
@@ -48,40 +47,35 @@ pid_t launcher_inside(ChildProcess& process) {
 class AcrossTwoHosts : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (auto why = EmulatedHosts::unavailable())
-      GTEST_SKIP() << "no emulated hosts on this machine: " << *why;
+    if (auto why = EmulatedHosts::unavailable()) GTEST_SKIP() << "no emulated hosts on this machine: " << *why;
     hosts_ = std::make_unique<EmulatedHosts>(2, 4);
   }
   // 8 ranks of the solver, 4 per host (ranks 4-7 on node2), over TCP; the fault fired by a file.
   // `exported`: more NAME=VALUE for every rank.
   std::unique_ptr<ChildProcess> application(const std::string& kind, int rank,
                                             const std::vector<std::string>& exported = {}) {
-    std::vector<std::string> argv{
-        "mpirun", "--hostfile", hosts_->hostfile(), "--mca", "btl", "tcp,self", "-np", "8"};
+    std::vector<std::string> argv{"mpirun", "--hostfile", hosts_->hostfile(), "--mca", "btl", "tcp,self", "-np", "8"};
     // The ranks write ready files into the application's ready directory (ps_solver, rank.N).
     argv.insert(argv.end(), {"-x", "PS_READY_DIR"});
     for (const auto& x : exported) argv.insert(argv.end(), {"-x", x});
     if (!kind.empty()) {
-      for (const auto& x :
-           {"LD_PRELOAD=" + test_program("libps_fault.so"), "PS_FAULT_KIND=" + kind,
-            "PS_FAULT_RANK=" + std::to_string(rank), std::string("PS_FAULT_AFTER_SECONDS=1e9"),
-            "PS_FAULT_TRIGGER_FILE=" + fire_path()}) {
+      for (const auto& x : {"LD_PRELOAD=" + test_program("libps_fault.so"), "PS_FAULT_KIND=" + kind,
+                            "PS_FAULT_RANK=" + std::to_string(rank), std::string("PS_FAULT_AFTER_SECONDS=1e9"),
+                            "PS_FAULT_TRIGGER_FILE=" + fire_path()}) {
         argv.insert(argv.end(), {"-x", x});
       }
     }
     argv.insert(argv.end(), {test_program("ps_solver"), "blocking", "100000"});
     return std::make_unique<ChildProcess>(
-        hosts_->on(0) + argv,
-        ChildOptions{testing::mpi_test_environment(), (dir_.path() / "app.out").string(),
-                     (dir_.path() / "app.err").string(), dir_.path().string()});
+        hosts_->on(0) + argv, ChildOptions{testing::mpi_test_environment(), (dir_.path() / "app.out").string(),
+                                           (dir_.path() / "app.err").string(), dir_.path().string()});
   }
   // One parastack-monitor per host, started from node1 like the application.
   std::unique_ptr<ChildProcess> monitors(const std::vector<std::string>& options) {
     return std::make_unique<ChildProcess>(
         hosts_->on(0) +
-            std::vector<std::string>{"mpirun", "--hostfile", hosts_->hostfile(), "--map-by",
-                                     "ppr:1:node", "-np", "2", "--mca", "btl", "tcp,self",
-                                     PARASTACK_MONITOR_BIN} +
+            std::vector<std::string>{"mpirun", "--hostfile", hosts_->hostfile(), "--map-by", "ppr:1:node", "-np", "2",
+                                     "--mca", "btl", "tcp,self", PARASTACK_MONITOR_BIN} +
             options,
         ChildOptions{testing::mpi_test_environment(), (dir_.path() / "monitors.out").string(),
                      (dir_.path() / "monitors.err").string(), dir_.path().string()});
@@ -110,8 +104,7 @@ TEST_F(AcrossTwoHosts, MonitorsOnBothHostsNameAFaultyRankOnTheSecond) {
   const json report = json::parse(in, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << log();
   EXPECT_EQ(report["hang_type"], "computation");
-  EXPECT_EQ(report["faulty_ranks"], json::array({6}))
-      << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({6})) << report["stacks"]["text"].get<std::string>();
   ASSERT_EQ(report["ranks"].size(), 8u);
   for (const auto& r : report["ranks"]) {
     // Each host's monitor reported its own ranks: 0-3 on node1, 4-7 on node2.
@@ -126,12 +119,10 @@ TEST_F(AcrossTwoHosts, MonitorsOnBothHostsNameAFaultyRankOnTheSecond) {
 TEST_F(AcrossTwoHosts, StacksOfAPbsJobComeFromEveryHostMergedUpTheMonitors) {
   auto app = application("", 0, {"PBS_JOBID=4242.pbs-server"});
   for (int rank = 0; rank < 8; ++rank) app->wait_ready_file("rank." + std::to_string(rank), 120s);
-  auto stacks = monitors(
-      {"--pbs-job", "4242", "--stacks", "--stack-samples", "3", "--stack-interval", "0.1"});
+  auto stacks = monitors({"--pbs-job", "4242", "--stacks", "--stack-samples", "3", "--stack-interval", "0.1"});
   ASSERT_EQ(stacks->wait_exit(120s), 0) << log() << "application:\n" << read_file(dir_.path() / "app.err");
   const std::string out = read_file(dir_.path() / "monitors.out");
-  EXPECT_NE(out.find("parastack stacks: 8 ranks on 2 host(s), 3 sample(s) each"), std::string::npos)
-      << out << log();
+  EXPECT_NE(out.find("parastack stacks: 8 ranks on 2 host(s), 3 sample(s) each"), std::string::npos) << out << log();
   EXPECT_NE(out.find("8 ranks: 0-7, 24 samples"), std::string::npos) << out;
   EXPECT_TRUE(app->running()) << "taking stacks must not harm the job";
 }

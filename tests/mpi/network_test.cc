@@ -42,9 +42,10 @@ class Application {
             [&] {
               std::vector<std::string> argv{"mpirun", "--oversubscribe", "-np", std::to_string(kAppRanks)};
               if (!kind.empty()) {
-                for (const auto& x : {"LD_PRELOAD=" + test_program("libps_fault.so"), "PS_FAULT_KIND=" + kind,
-                                      "PS_FAULT_RANK=" + std::to_string(rank), std::string("PS_FAULT_AFTER_SECONDS=1e9"),
-                                      "PS_FAULT_TRIGGER_FILE=" + fire_.string()}) {
+                for (const auto& x :
+                     {"LD_PRELOAD=" + test_program("libps_fault.so"), "PS_FAULT_KIND=" + kind,
+                      "PS_FAULT_RANK=" + std::to_string(rank), std::string("PS_FAULT_AFTER_SECONDS=1e9"),
+                      "PS_FAULT_TRIGGER_FILE=" + fire_.string()}) {
                   argv.insert(argv.end(), {"-x", x});
                 }
               }
@@ -70,10 +71,18 @@ class Monitors {
   Monitors(pid_t application, std::vector<std::string> options)
       : process_(
             [&] {
-              std::vector<std::string> argv{"mpirun",       "--oversubscribe", "-np", std::to_string(kMonitors),
-                                            PARASTACK_MONITOR_BIN, "--pid",   std::to_string(application),
-                                            "--share-node", "--report",       report_path(),
-                                            "--log-level",  "debug"};
+              std::vector<std::string> argv{"mpirun",
+                                            "--oversubscribe",
+                                            "-np",
+                                            std::to_string(kMonitors),
+                                            PARASTACK_MONITOR_BIN,
+                                            "--pid",
+                                            std::to_string(application),
+                                            "--share-node",
+                                            "--report",
+                                            report_path(),
+                                            "--log-level",
+                                            "debug"};
               argv.insert(argv.end(), options.begin(), options.end());
               return argv;
             }(),
@@ -93,7 +102,8 @@ class Monitors {
       const std::string environ = read_file("/proc/" + std::to_string(pid) + "/environ");
       const std::string comm = read_file("/proc/" + std::to_string(pid) + "/comm");
       if (comm.rfind("parastack-moni", 0) == 0 &&
-          environ.find(std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(monitor_rank) + '\0') != std::string::npos) {
+          environ.find(std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(monitor_rank) + '\0') !=
+              std::string::npos) {
         return pid;
       }
     }
@@ -197,10 +207,13 @@ TEST(MonitorNetwork, WatchesProgramsOneAfterAnotherEachWithItsOwnModel) {
   const std::string solver = test_program("ps_solver");
   const std::string faults = "-x LD_PRELOAD=" + test_program("libps_fault.so") +
                              " -x PS_FAULT_KIND=spin -x PS_FAULT_RANK=9 -x PS_FAULT_AFTER_SECONDS=1e9"
-                             " -x PS_FAULT_TRIGGER_FILE=" + fire;
+                             " -x PS_FAULT_TRIGGER_FILE=" +
+                             fire;
   ChildProcess script({"sh", "-c",
-                       "mpirun --oversubscribe -np 16 " + solver + " blocking 20 && "
-                       "mpirun --oversubscribe -np 16 " + faults + " " + solver + " blocking 100000"},
+                       "mpirun --oversubscribe -np 16 " + solver +
+                           " blocking 20 && "
+                           "mpirun --oversubscribe -np 16 " +
+                           faults + " " + solver + " blocking 100000"},
                       ChildOptions{testing::mpi_test_environment(), (dir.path() / "out").string(),
                                    (dir.path() / "err").string(), dir.path().string()});
   Monitors monitors(script.pid(), {});
@@ -208,10 +221,12 @@ TEST(MonitorNetwork, WatchesProgramsOneAfterAnotherEachWithItsOwnModel) {
   const auto second = [&] {
     const std::string log = monitors.log();
     const auto first = log.find("found 16 rank(s) of MPI program ps_solver");
-    const auto next = first == std::string::npos ? first : log.find("found 16 rank(s) of MPI program ps_solver", first + 1);
+    const auto next =
+        first == std::string::npos ? first : log.find("found 16 rank(s) of MPI program ps_solver", first + 1);
     return next == std::string::npos ? std::string() : log.substr(next);
   };
-  parastack::testing::await_models(second, [&] { return monitors.process().running(); }, 40);
+  parastack::testing::await_models(
+      second, [&] { return monitors.process().running(); }, 40);
   std::ofstream(fire).put('\n');
   ASSERT_EQ(monitors.process().wait_exit(400s), kExitHang) << monitors.log();
   const std::string log = monitors.log();

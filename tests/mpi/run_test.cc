@@ -142,7 +142,8 @@ class InjectedHang : public ::testing::TestWithParam<HangCase> {};
 TEST_P(InjectedHang, IsDetectedDiagnosedAndKilledLeavingNothingBehind) {
   const auto& c = GetParam();
   Trigger trigger;
-  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), c.style, "600"}, trigger.fault(c.kind, 2)));
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), c.style, "600"}, trigger.fault(c.kind, 2)));
   fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(400s), kExitHang) << run.log();
   const json report = run.report();
@@ -174,14 +175,13 @@ TEST_P(InjectedHang, IsDetectedDiagnosedAndKilledLeavingNothingBehind) {
   EXPECT_FALSE(alive(report["launcher_pid"].get<int>()));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, InjectedHang,
-    ::testing::Values(HangCase{"compute_spin", "blocking", "spin", "computation"},
-                      HangCase{"sleep", "blocking", "sleep", "computation"},
-                      HangCase{"deadlock", "blocking", "deadlock", "communication"},
-                      HangCase{"busy_polling_code", "polling", "spin", "computation"},
-                      HangCase{"hybrid_threads", "hybrid", "spin", "computation"}),
-    [](const auto& test) { return std::string(test.param.name); });
+INSTANTIATE_TEST_SUITE_P(Faults, InjectedHang,
+                         ::testing::Values(HangCase{"compute_spin", "blocking", "spin", "computation"},
+                                           HangCase{"sleep", "blocking", "sleep", "computation"},
+                                           HangCase{"deadlock", "blocking", "deadlock", "communication"},
+                                           HangCase{"busy_polling_code", "polling", "spin", "computation"},
+                                           HangCase{"hybrid_threads", "hybrid", "spin", "computation"}),
+                         [](const auto& test) { return std::string(test.param.name); });
 
 class HealthyRun : public ::testing::TestWithParam<const char*> {};
 
@@ -269,7 +269,7 @@ TEST(Run, AReportThatCannotBeWrittenGoesToTheLogAndTheHangIsStillActedOn) {
   fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
   const std::string log = run.log();
-  EXPECT_NE(log.find("cannot be written"), std::string::npos) << log;  // said at the start
+  EXPECT_NE(log.find("cannot be written"), std::string::npos) << log;                    // said at the start
   EXPECT_NE(log.find("verdict:   HANG (computation error)"), std::string::npos) << log;  // the report
   EXPECT_NE(log.find("faulty:    rank 2"), std::string::npos) << log;
   EXPECT_TRUE(run.process().descendants().empty());
@@ -293,14 +293,12 @@ TEST(Run, AHangThreeSecondsAfterMpiInitIsFound) {
   WatchedRun run({"--log-level", "debug"},
                  mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 2, 3)));
   // Long enough to tell a slow detection (the bound below fails) from none at all.
-  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(2).has_value() << "\n"
-                                       << tail(run.log());
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(2).has_value() << "\n" << tail(run.log());
   const json report = run.report();
   ASSERT_FALSE(report.is_discarded()) << tail(run.log());
   EXPECT_EQ(report["verdict"], "hang");
   EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
-  EXPECT_EQ(report["faulty_ranks"], json::array({2}))
-      << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({2})) << report["stacks"]["text"].get<std::string>();
   const auto onset = run.fault_time(2);
   ASSERT_TRUE(onset.has_value()) << "the fault never fired";
   // The case this test is about: the fault fired within seconds of the start of watching.
@@ -322,8 +320,7 @@ TEST(Run, AHangThreeSecondsAfterMpiInitIsFound) {
 // RandomAccess, task farms and PGAS-style codes hang this way.
 TEST(Run, ARankSpinningWhileTheOthersPollIsFound) {
   WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_poller"), "600"}, fault("spin", 1, 3)));
-  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n"
-                                       << tail(run.log());
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n" << tail(run.log());
   const json report = run.report();
   ASSERT_FALSE(report.is_discarded()) << tail(run.log());
   EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
@@ -348,8 +345,8 @@ TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
   // Its own output, whole: one line from rank 0, after at least 180 s.
   const std::string out = run.out();
   std::smatch line;
-  ASSERT_TRUE(std::regex_match(
-      out, line, std::regex(R"(iterations (\d+) elapsed ([0-9.]+) residual \S+ checksum \S+\n)")))
+  ASSERT_TRUE(
+      std::regex_match(out, line, std::regex(R"(iterations (\d+) elapsed ([0-9.]+) residual \S+ checksum \S+\n)")))
       << "the job's own output is not intact:\n"
       << out;
   EXPECT_GE(std::stod(line[2].str()), 180.0);
@@ -371,8 +368,7 @@ TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
   std::string text;
   std::string alarms;
   while (std::getline(log, text)) {
-    if (text.find("HANG") != std::string::npos || text.find("alarm at") != std::string::npos)
-      alarms += text + "\n";
+    if (text.find("HANG") != std::string::npos || text.find("alarm at") != std::string::npos) alarms += text + "\n";
   }
   EXPECT_EQ(alarms, "") << "the log raised alarms";
 }
@@ -402,7 +398,8 @@ run             %d
 class Lammps : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::access("/usr/bin/lmp", X_OK) != 0) GTEST_FAIL() << "LAMMPS is not installed (packaging/bootstrap.sh installs it)";
+    if (::access("/usr/bin/lmp", X_OK) != 0)
+      GTEST_FAIL() << "LAMMPS is not installed (packaging/bootstrap.sh installs it)";
   }
   // lmp reads its input from a file written into the run's scratch directory.
   static std::vector<std::string> job(int steps, const std::vector<std::string>& forwarded = {}) {

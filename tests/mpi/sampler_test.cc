@@ -1,7 +1,7 @@
 // The node sampler on real processes: Open MPI jobs the suite launches (tests/programs), real
 // ptrace, real libunwind. Every job is an RAII MpiJob that kills its processes whatever happens.
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -10,8 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "os/proc.h"
@@ -33,8 +33,8 @@ using testing::test_program;
 
 // Samples until `expected` holds in `consecutive` samples in a row (a rank needs a moment after
 // writing its ready file to enter its call), or the deadline passes; returns the last sample.
-RankSample settle(StackSampler& sampler, os::Pid pid, RankState expected,
-                  const SampleOptions& options = {}, int consecutive = 3) {
+RankSample settle(StackSampler& sampler, os::Pid pid, RankState expected, const SampleOptions& options = {},
+                  int consecutive = 3) {
   RankSample last;
   int in_a_row = 0;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -98,8 +98,7 @@ TEST_P(BlockedRanks, AreInMpiAndTheComputingRankIsNot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, BlockedRanks,
-                         ::testing::Values(BlockingCall{"wait", "MPI_Wait"},
-                                           BlockingCall{"barrier", "MPI_Barrier"},
+                         ::testing::Values(BlockingCall{"wait", "MPI_Wait"}, BlockingCall{"barrier", "MPI_Barrier"},
                                            BlockingCall{"allreduce", "MPI_Allreduce"},
                                            BlockingCall{"recv", "MPI_Recv"}),
                          [](const auto& test) { return std::string(test.param.mode); });
@@ -238,8 +237,7 @@ TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
     for (const auto& r : launched) {
       const auto s = sampler.sample(os::Pid{r.pid});
       if (s.failure) {
-        EXPECT_TRUE(*s.failure == os::StopFailure::Exited || *s.failure == os::StopFailure::Zombie)
-            << s.describe();
+        EXPECT_TRUE(*s.failure == os::StopFailure::Exited || *s.failure == os::StopFailure::Zombie) << s.describe();
         ++exited;
       } else {
         ++valid;
@@ -481,8 +479,8 @@ void kill_monitor_repeatedly(int signal) {
     const pid_t monitor = ::fork();
     if (monitor == 0) {
       const std::string launcher = std::to_string(job.launcher_pid());
-      ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop",
-              "0.0001", static_cast<char*>(nullptr));
+      ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop", "0.0001",
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment

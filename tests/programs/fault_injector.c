@@ -28,7 +28,7 @@
 
 enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW };
 
-static atomic_int configured;  /* 0: not yet, 1: armed on this rank, 2: inactive */
+static atomic_int configured; /* 0: not yet, 1: armed on this rank, 2: inactive */
 static enum kind kind = NONE;
 static double after_seconds = -1, slow_seconds = 20, slow_ms = 50, first_call;
 static long after_calls = -1;
@@ -123,13 +123,17 @@ static void maybe_inject(void) {
     announce();
   }
   switch (kind) {
-    case SPIN: injected_compute_hang();
-    case SLEEP: injected_sleep_hang();
-    case DEADLOCK: injected_deadlock();
+    case SPIN:
+      injected_compute_hang();
+    case SLEEP:
+      injected_sleep_hang();
+    case DEADLOCK:
+      injected_deadlock();
     case SLOW:
       if (now() - fired_at < slow_seconds) injected_slowdown();
       return;
-    case NONE: return;
+    case NONE:
+      return;
   }
 }
 
@@ -145,21 +149,29 @@ WRAP(MPI_Send, (const void* b, int c, MPI_Datatype t, int d, int g, MPI_Comm m),
 WRAP(MPI_Recv, (void* b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Status* st), (b, c, t, s, g, m, st))
 WRAP(MPI_Isend, (const void* b, int c, MPI_Datatype t, int d, int g, MPI_Comm m, MPI_Request* r), (b, c, t, d, g, m, r))
 WRAP(MPI_Irecv, (void* b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Request* r), (b, c, t, s, g, m, r))
-WRAP(MPI_Sendrecv, (const void* sb, int sc, MPI_Datatype st, int d, int sg, void* rb, int rc, MPI_Datatype rt, int s, int rg, MPI_Comm m, MPI_Status* x),
+WRAP(MPI_Sendrecv,
+     (const void* sb, int sc, MPI_Datatype st, int d, int sg, void* rb, int rc, MPI_Datatype rt, int s, int rg,
+      MPI_Comm m, MPI_Status* x),
      (sb, sc, st, d, sg, rb, rc, rt, s, rg, m, x))
-WRAP(MPI_Wait, (MPI_Request* r, MPI_Status* s), (r, s))
+WRAP(MPI_Wait, (MPI_Request * r, MPI_Status* s), (r, s))
 WRAP(MPI_Waitall, (int n, MPI_Request* r, MPI_Status* s), (n, r, s))
 WRAP(MPI_Waitany, (int n, MPI_Request* r, int* i, MPI_Status* s), (n, r, i, s))
-WRAP(MPI_Test, (MPI_Request* r, int* f, MPI_Status* s), (r, f, s))
+WRAP(MPI_Test, (MPI_Request * r, int* f, MPI_Status* s), (r, f, s))
 WRAP(MPI_Testall, (int n, MPI_Request* r, int* f, MPI_Status* s), (n, r, f, s))
 WRAP(MPI_Iprobe, (int s, int g, MPI_Comm m, int* f, MPI_Status* st), (s, g, m, f, st))
 WRAP(MPI_Probe, (int s, int g, MPI_Comm m, MPI_Status* st), (s, g, m, st))
 WRAP(MPI_Barrier, (MPI_Comm m), (m))
 WRAP(MPI_Bcast, (void* b, int c, MPI_Datatype t, int root, MPI_Comm m), (b, c, t, root, m))
-WRAP(MPI_Reduce, (const void* s, void* r, int c, MPI_Datatype t, MPI_Op o, int root, MPI_Comm m), (s, r, c, t, o, root, m))
+WRAP(MPI_Reduce, (const void* s, void* r, int c, MPI_Datatype t, MPI_Op o, int root, MPI_Comm m),
+     (s, r, c, t, o, root, m))
 WRAP(MPI_Allreduce, (const void* s, void* r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm m), (s, r, c, t, o, m))
-WRAP(MPI_Iallreduce, (const void* s, void* r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm m, MPI_Request* q), (s, r, c, t, o, m, q))
-WRAP(MPI_Allgather, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, MPI_Comm m), (s, sc, st, r, rc, rt, m))
-WRAP(MPI_Alltoall, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, MPI_Comm m), (s, sc, st, r, rc, rt, m))
-WRAP(MPI_Gather, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm m), (s, sc, st, r, rc, rt, root, m))
-WRAP(MPI_Scatter, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm m), (s, sc, st, r, rc, rt, root, m))
+WRAP(MPI_Iallreduce, (const void* s, void* r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm m, MPI_Request* q),
+     (s, r, c, t, o, m, q))
+WRAP(MPI_Allgather, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, MPI_Comm m),
+     (s, sc, st, r, rc, rt, m))
+WRAP(MPI_Alltoall, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, MPI_Comm m),
+     (s, sc, st, r, rc, rt, m))
+WRAP(MPI_Gather, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm m),
+     (s, sc, st, r, rc, rt, root, m))
+WRAP(MPI_Scatter, (const void* s, int sc, MPI_Datatype st, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm m),
+     (s, sc, st, r, rc, rt, root, m))

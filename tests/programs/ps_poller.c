@@ -125,8 +125,7 @@ __attribute__((noinline)) static double exchange_and_relax(struct field* f, stru
   const int left = (rank + size - 1) % size, right = (rank + 1) % size;
   MPI_Request receive_right, sends[2];
   start_work(w, f);
-  MPI_Irecv(&f->u[f->cells + 1], 1, MPI_DOUBLE, right, kTagLeftward, MPI_COMM_WORLD,
-            &receive_right);
+  MPI_Irecv(&f->u[f->cells + 1], 1, MPI_DOUBLE, right, kTagLeftward, MPI_COMM_WORLD, &receive_right);
   MPI_Isend(&f->u[f->cells], 1, MPI_DOUBLE, right, kTagRightward, MPI_COMM_WORLD, &sends[0]);
   MPI_Isend(&f->u[1], 1, MPI_DOUBLE, left, kTagLeftward, MPI_COMM_WORLD, &sends[1]);
   poll_probe(left, kTagRightward, w);
@@ -199,8 +198,7 @@ int main(int argc, char** argv) {
   for (long i = 1; i <= f.cells; ++i) energy += f.u[i] * f.u[i];
   agree(&energy, 1, &w);
   if (rank == 0) {
-    printf("iterations %ld elapsed %.3f residual %.6e checksum %.12e\n", iterations, now() - start,
-           residual, energy);
+    printf("iterations %ld elapsed %.3f residual %.6e checksum %.12e\n", iterations, now() - start, residual, energy);
   }
   free(f.u);
   free(f.next);

@@ -62,10 +62,8 @@ __attribute__((noinline)) static void exchange_halos(int style, MPI_Comm comm, i
   const int left = (rank + size - 1) % size, right = (rank + 1) % size;
   double mine = sink + rank;
   if (style == 0 || style == 2) {
-    MPI_Sendrecv(&mine, 1, MPI_DOUBLE, right, tag, &halo[0], 1, MPI_DOUBLE, left, tag, comm,
-                 MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&mine, 1, MPI_DOUBLE, left, tag + 1, &halo[1], 1, MPI_DOUBLE, right, tag + 1,
-                 comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&mine, 1, MPI_DOUBLE, right, tag, &halo[0], 1, MPI_DOUBLE, left, tag, comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&mine, 1, MPI_DOUBLE, left, tag + 1, &halo[1], 1, MPI_DOUBLE, right, tag + 1, comm, MPI_STATUS_IGNORE);
   } else {
     MPI_Request requests[4];
     MPI_Irecv(&halo[0], 1, MPI_DOUBLE, left, tag, comm, &requests[0]);
@@ -115,8 +113,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: ps_solver blocking|polling|hybrid SECONDS [COMPUTE_MS]\n");
     return 2;
   }
-  const int style = strcmp(argv[1], "blocking") == 0 ? 0 : strcmp(argv[1], "polling") == 0 ? 1
-                  : strcmp(argv[1], "hybrid") == 0   ? 2 : -1;
+  const int style = strcmp(argv[1], "blocking") == 0  ? 0
+                    : strcmp(argv[1], "polling") == 0 ? 1
+                    : strcmp(argv[1], "hybrid") == 0  ? 2
+                                                      : -1;
   if (style < 0) {
     fprintf(stderr, "ps_solver: unknown style %s\n", argv[1]);
     return 2;
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   {
     char name[32];
     snprintf(name, sizeof name, "rank.%d", rank);
-    write_ready_file(name);  /* with PS_READY_DIR only (a test that must know every rank is up) */
+    write_ready_file(name); /* with PS_READY_DIR only (a test that must know every rank is up) */
   }
   struct worker helper = {MPI_COMM_NULL, 0, 0};
   pthread_t thread;

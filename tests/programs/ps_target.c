@@ -32,9 +32,7 @@ __attribute__((noinline)) static double compute_kernel(int n) {
   return x;
 }
 
-__attribute__((noinline)) static void compute_step(void) {
-  sink = compute_kernel(1 << 16);
-}
+__attribute__((noinline)) static void compute_step(void) { sink = compute_kernel(1 << 16); }
 
 __attribute__((noinline, noreturn)) static void compute_forever(void) {
   for (;;) compute_step();
@@ -89,10 +87,8 @@ static void run_mode(const char* mode, int rank, int size) {
 static void stencil_iteration(int rank, int size, double* halo) {
   const int left = (rank + size - 1) % size, right = (rank + 1) % size;
   double mine = compute_kernel(20000) + rank;
-  MPI_Sendrecv(&mine, 1, MPI_DOUBLE, right, 1, &halo[0], 1, MPI_DOUBLE, left, 1, MPI_COMM_WORLD,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(&mine, 1, MPI_DOUBLE, left, 2, &halo[1], 1, MPI_DOUBLE, right, 2, MPI_COMM_WORLD,
-               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(&mine, 1, MPI_DOUBLE, right, 1, &halo[0], 1, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(&mine, 1, MPI_DOUBLE, left, 2, &halo[1], 1, MPI_DOUBLE, right, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 int main(int argc, char** argv) {

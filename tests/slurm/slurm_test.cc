@@ -48,8 +48,8 @@ std::string solver_script(const SlurmCluster& cluster, const std::string& launch
   std::string body = "export OMPI_MCA_mpi_yield_when_idle=1\n";
   if (!fault.empty()) {
     body += "export LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string() + " PS_FAULT_KIND=" + fault +
-            " PS_FAULT_RANK=" + std::to_string(rank) + " PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" +
-            (cluster.jobs() / ("fire." + fault)).string() + "\n";
+            " PS_FAULT_RANK=" + std::to_string(rank) +
+            " PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" + (cluster.jobs() / ("fire." + fault)).string() + "\n";
   }
   body += (launcher == "srun" ? "srun --mpi=pmix " : "mpirun ") + (cluster.bin() / "ps_solver").string() +
           " blocking " + std::to_string(seconds) + "\n";
@@ -143,10 +143,10 @@ TEST_F(SlurmPlugin, HelpListsTheOptionsAtSubmission) {
 }
 
 TEST_F(SlurmPlugin, ABadOptionIsRefusedAtSubmissionWithAClearMessage) {
-  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
-           {"alhpa=0.01", "unknown option 'alhpa'"},
-           {"action=explode", "explode not in {kill,report,stop}"},
-           {"alpha=", "option 'alpha' needs a value"}}) {
+  for (const auto& [value, message] :
+       std::vector<std::pair<std::string, std::string>>{{"alhpa=0.01", "unknown option 'alhpa'"},
+                                                        {"action=explode", "explode not in {kill,report,stop}"},
+                                                        {"alpha=", "option 'alpha' needs a value"}}) {
     const auto sbatch = cluster().as_user({"sbatch", "--parastack=" + value, "--wrap", "true"});
     EXPECT_NE(sbatch.status, 0) << value;
     EXPECT_NE(sbatch.err.find(message), std::string::npos) << sbatch.err;

@@ -42,10 +42,8 @@ bool on_path(const std::string& program) {
 
 std::optional<std::string> EmulatedHosts::unavailable() {
   if (::geteuid() != 0) return "namespaces need root";
-  for (const char* tool :
-       {"unshare", "nsenter", "ip", "tini", "dropbear", "dropbearkey", "ssh", "ssh-keygen"}) {
-    if (!on_path(tool))
-      return std::string(tool) + " is not installed (packaging/bootstrap.sh installs it)";
+  for (const char* tool : {"unshare", "nsenter", "ip", "tini", "dropbear", "dropbearkey", "ssh", "ssh-keygen"}) {
+    if (!on_path(tool)) return std::string(tool) + " is not installed (packaging/bootstrap.sh installs it)";
   }
   TempDir scratch;
   const auto log = scratch.path() / "log";
@@ -98,40 +96,44 @@ EmulatedHosts::EmulatedHosts(int count, int slots) {
   for (int h = 0; h < count; ++h) {
     // The host's init: set up its namespaces, then tini (pid 1, reaps orphans) runs its ssh server.
     // --kill-child: if unshare dies, so does the host and everything on it.
-    const std::string script = "set -e\n"
-                               "hostname " + name(h) + "\n"
-                               "mount -t proc proc /proc\n"
-                               "mount --bind " + (dir / "hosts").string() + " /etc/hosts\n"
-                               "mount --bind " + (dir / "passwd").string() + " /etc/passwd\n"
-                               "ip link set lo up\n"
-                               "echo 1 > \"$PS_READY_DIR/host\"\n"
-                               "exec tini -- dropbear -F -E -s -p 22 -r " + (dir / "host_key").string() +
-                               " -P " + (dir / (name(h) + ".pid")).string() + "\n";
+    const std::string script =
+        "set -e\n"
+        "hostname " +
+        name(h) +
+        "\n"
+        "mount -t proc proc /proc\n"
+        "mount --bind " +
+        (dir / "hosts").string() +
+        " /etc/hosts\n"
+        "mount --bind " +
+        (dir / "passwd").string() +
+        " /etc/passwd\n"
+        "ip link set lo up\n"
+        "echo 1 > \"$PS_READY_DIR/host\"\n"
+        "exec tini -- dropbear -F -E -s -p 22 -r " +
+        (dir / "host_key").string() + " -P " + (dir / (name(h) + ".pid")).string() + "\n";
     const auto log = (dir / (name(h) + ".log")).string();
-    hosts_.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{"unshare", "--kill-child", "--net", "--uts", "--pid", "--fork",
-                                 "--mount", "--", "sh", "-c", script},
-        ChildOptions{{}, log, log, {}}));
+    hosts_.push_back(
+        std::make_unique<ChildProcess>(std::vector<std::string>{"unshare", "--kill-child", "--net", "--uts", "--pid",
+                                                                "--fork", "--mount", "--", "sh", "-c", script},
+                                       ChildOptions{{}, log, log, {}}));
     hosts_.back()->wait_ready_file("host", 30s);
     pid_t init = 0;
     for (pid_t pid : hosts_.back()->descendants()) {
       if (pid_inside(pid) == 1) init = pid;
     }
-    if (init == 0)
-      throw std::runtime_error("emulated hosts: no init for " + name(h) + "\n" + read_file(log));
+    if (init == 0) throw std::runtime_error("emulated hosts: no init for " + name(h) + "\n" + read_file(log));
     init_.push_back(init);
   }
 
   // A bridge on node1 with node1's address; a veth from it to every other host.
   std::ostringstream node1;
-  node1 << "set -e\nip link add br0 type bridge\nip addr add " << address(0)
-        << "/24 dev br0\nip link set br0 up\n";
+  node1 << "set -e\nip link add br0 type bridge\nip addr add " << address(0) << "/24 dev br0\nip link set br0 up\n";
   for (int h = 1; h < count; ++h) {
     node1 << "ip link add veth" << h << " type veth peer name eth0 netns " << init_[h] << "\n"
           << "ip link set veth" << h << " master br0 up\n";
   }
-  must_run({"nsenter", "-t", std::to_string(init_[0]), "--net", "sh", "-c", node1.str()},
-           dir / "net.log");
+  must_run({"nsenter", "-t", std::to_string(init_[0]), "--net", "sh", "-c", node1.str()}, dir / "net.log");
   for (int h = 1; h < count; ++h) {
     must_run({"nsenter", "-t", std::to_string(init_[h]), "--net", "sh", "-c",
               "set -e\nip addr add " + address(h) + "/24 dev eth0\nip link set eth0 up\n"},
@@ -144,8 +146,8 @@ EmulatedHosts::EmulatedHosts(int count, int slots) {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (run(command, dir / "ssh.log") != 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("emulated hosts: no ssh to " + name(h) + ":\n" +
-                                 read_file(dir / "ssh.log") + read_file(dir / (name(h) + ".log")));
+        throw std::runtime_error("emulated hosts: no ssh to " + name(h) + ":\n" + read_file(dir / "ssh.log") +
+                                 read_file(dir / (name(h) + ".log")));
       }
       std::this_thread::sleep_for(100ms);
     }
@@ -153,8 +155,7 @@ EmulatedHosts::EmulatedHosts(int count, int slots) {
 }
 
 std::vector<std::string> EmulatedHosts::on(int host) const {
-  return {"nsenter", "-t",    std::to_string(init_.at(static_cast<std::size_t>(host))),
-          "--net",   "--uts", "--mount",
+  return {"nsenter", "-t", std::to_string(init_.at(static_cast<std::size_t>(host))), "--net", "--uts", "--mount",
           "--pid",   "--"};
 }
 

@@ -52,9 +52,7 @@ void reap_orphans() {
 
 }  // namespace
 
-std::string test_program(const std::string& name) {
-  return std::string(PARASTACK_TEST_PROGRAMS_DIR) + "/" + name;
-}
+std::string test_program(const std::string& name) { return std::string(PARASTACK_TEST_PROGRAMS_DIR) + "/" + name; }
 
 TempDir::TempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "parastack-test-XXXXXX").string();
@@ -73,12 +71,10 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::vector<std::string> mpi_test_environment() {
-  return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-          "OMPI_MCA_mpi_yield_when_idle=1"};
+  return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_mpi_yield_when_idle=1"};
 }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::vector<std::string>& extra_environment)
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment)
     : ChildProcess(argv, ChildOptions{extra_environment, {}, {}, {}}) {}
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options) {
@@ -178,8 +174,8 @@ pid_t ChildProcess::wait_ready_file(const std::string& name, std::chrono::second
     pid_t pid = -1;
     if (file >> pid) return pid;
     if (!running()) {
-      throw std::runtime_error("the process exited (status " + std::to_string(status_) +
-                               ") before writing " + path.string());
+      throw std::runtime_error("the process exited (status " + std::to_string(status_) + ") before writing " +
+                               path.string());
     }
     if (Clock::now() > deadline) throw std::runtime_error("timed out waiting for " + path.string());
     std::this_thread::sleep_for(5ms);
@@ -191,8 +187,7 @@ MpiJob::MpiJob(int ranks, const std::string& program, const std::vector<std::str
     : ranks_(ranks),
       launcher_(
           [&] {
-            std::vector<std::string> argv{"mpirun", "--oversubscribe", "-np", std::to_string(ranks),
-                                          program};
+            std::vector<std::string> argv{"mpirun", "--oversubscribe", "-np", std::to_string(ranks), program};
             argv.insert(argv.end(), args.begin(), args.end());
             return argv;
           }(),

@@ -39,8 +39,7 @@ struct ChildOptions {
 
 class ChildProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& extra_environment = {});
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment = {});
   ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;

@@ -33,7 +33,8 @@ std::string field(const std::string& record, const std::string& name) {
 std::optional<std::string> SlurmCluster::unavailable() {
   if (::geteuid() != 0) return "a test cluster needs root";
   for (const char* tool : {"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/sbatch", "/usr/sbin/munged"}) {
-    if (::access(tool, X_OK) != 0) return std::string(tool) + " is not installed (packaging/bootstrap.sh test installs it)";
+    if (::access(tool, X_OK) != 0)
+      return std::string(tool) + " is not installed (packaging/bootstrap.sh test installs it)";
   }
   return std::nullopt;
 }
@@ -73,11 +74,11 @@ SlurmCluster::SlurmCluster(int nodes, const std::vector<std::string>& binaries) 
   for (const auto& binary : binaries) {
     const auto to = bin() / fs::path(binary).filename();
     fs::copy_file(binary, to, fs::copy_options::overwrite_existing);
-    fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
   }
-  fs::permissions(bin(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(bin(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                             fs::perms::others_exec);
 }
 
 SlurmCluster::~SlurmCluster() {

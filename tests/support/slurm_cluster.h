@@ -13,7 +13,7 @@ namespace parastack::testing {
 
 struct SlurmJob {
   std::string id;
-  std::string state;  // COMPLETED, CANCELLED, FAILED... ("" if Slurm no longer knows the job)
+  std::string state;   // COMPLETED, CANCELLED, FAILED... ("" if Slurm no longer knows the job)
   std::string record;  // scontrol show job -o
 };
 

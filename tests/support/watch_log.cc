@@ -15,19 +15,17 @@ bool models_hold(const std::string& log, int samples) {
   const auto sets = static_cast<std::size_t>(std::stoi(sets_match[1]));
   static const std::regex line(R"(set=(\d) S=\S+ \w+ model_samples=(\d+))");
   std::set<std::string> ready;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
     if (std::stoi((*it)[2]) >= samples) ready.insert((*it)[1]);
   }
   return ready.size() == sets;
 }
 
-void await_models(const std::function<std::string()>& log, const std::function<bool()>& running,
-                  int samples, std::chrono::seconds timeout) {
+void await_models(const std::function<std::string()>& log, const std::function<bool()>& running, int samples,
+                  std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!models_hold(log(), samples)) {
-    if (!running())
-      throw std::runtime_error("the watchdog ended before its model was ready:\n" + log());
+    if (!running()) throw std::runtime_error("the watchdog ended before its model was ready:\n" + log());
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error("the model was not ready in time:\n" + log());
     }

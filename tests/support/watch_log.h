@@ -14,7 +14,7 @@ bool models_hold(const std::string& log, int samples);
 
 // Polls `log()` until models_hold(log(), samples). Throws, with the log, if `running()` turns false
 // first or the timeout passes.
-void await_models(const std::function<std::string()>& log, const std::function<bool()>& running,
-                  int samples, std::chrono::seconds timeout = std::chrono::seconds(600));
+void await_models(const std::function<std::string()>& log, const std::function<bool()>& running, int samples,
+                  std::chrono::seconds timeout = std::chrono::seconds(600));
 
 }  // namespace parastack::testing

@@ -16,9 +16,9 @@ TEST(AlarmBudget, PerJobSpendsHalfOverTheHorizonThenHalvesPerEpoch) {
   const std::uint64_t m = 1000;
   EXPECT_DOUBLE_EQ(test_alpha(policy, 0, m), 0.001 / (2 * m));
   EXPECT_DOUBLE_EQ(test_alpha(policy, m - 1, m), 0.001 / (2 * m));
-  EXPECT_DOUBLE_EQ(test_alpha(policy, m, m), 0.001 / (8 * m));          // epoch 1: [M, 3M)
+  EXPECT_DOUBLE_EQ(test_alpha(policy, m, m), 0.001 / (8 * m));  // epoch 1: [M, 3M)
   EXPECT_DOUBLE_EQ(test_alpha(policy, 3 * m - 1, m), 0.001 / (8 * m));
-  EXPECT_DOUBLE_EQ(test_alpha(policy, 3 * m, m), 0.001 / (32 * m));     // epoch 2: [3M, 7M)
+  EXPECT_DOUBLE_EQ(test_alpha(policy, 3 * m, m), 0.001 / (32 * m));  // epoch 2: [3M, 7M)
 }
 
 TEST(AlarmBudget, PerJobTotalNeverExceedsAlpha) {

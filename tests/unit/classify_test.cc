@@ -29,8 +29,7 @@ TEST(Classify, ComputingIsOutOfMpi) {
 
 TEST(Classify, IncompleteUnwindIsUnknownUnlessAnMpiFrameWasSeen) {
   EXPECT_EQ(classify_by_address(std::vector<std::uint64_t>{kLibc}, false, kMpi).state, RankState::Unknown);
-  EXPECT_EQ(classify_by_address(std::vector<std::uint64_t>{kLibc, kMpiCode}, false, kMpi).state,
-            RankState::InMpi);
+  EXPECT_EQ(classify_by_address(std::vector<std::uint64_t>{kLibc, kMpiCode}, false, kMpi).state, RankState::InMpi);
 }
 
 TEST(Classify, ReturnAddressIsAttributedToTheCaller) {

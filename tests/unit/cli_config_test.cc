@@ -56,8 +56,8 @@ TEST(JobOptions, AnUnknownNameOrAMissingValueIsAClearError) {
 class ConfigFile {
  public:
   explicit ConfigFile(const std::string& content)
-      : path_(std::filesystem::temp_directory_path() / ("parastack-config-test-" + std::to_string(::getpid()) + "-" +
-                                                        std::to_string(counter_++) + ".conf")) {
+      : path_(std::filesystem::temp_directory_path() /
+              ("parastack-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".conf")) {
     std::ofstream(path_) << content;
   }
   ~ConfigFile() { std::filesystem::remove(path_); }
@@ -69,7 +69,8 @@ class ConfigFile {
 };
 
 TEST(SiteConfig, ReadsKeysValuesCommentsAndQuotes) {
-  ConfigFile file("# site defaults\n\nalpha = 0.01\n  action=report   # no kills here\nreport = \"/var/log/p s.json\"\n");
+  ConfigFile file(
+      "# site defaults\n\nalpha = 0.01\n  action=report   # no kills here\nreport = \"/var/log/p s.json\"\n");
   const auto read = read_site_config(file.path());
   ASSERT_TRUE(std::holds_alternative<std::vector<Setting>>(read)) << std::get<std::string>(read);
   const auto& settings = std::get<std::vector<Setting>>(read);

@@ -182,7 +182,7 @@ TEST(HangModel, PaperRuleTestsOnlyTheTightestThreshold) {
   EXPECT_DOUBLE_EQ(a.threshold->tolerance, 0.05);
   EXPECT_GT(b.thresholds_tested, 1);
   EXPECT_DOUBLE_EQ(b.test_alpha * b.thresholds_tested, a.test_alpha);  // alpha is split
-  for (int i = 0; i < 30; ++i) b = ladder.feed(0);  // a streak: report the threshold that fires
+  for (int i = 0; i < 30; ++i) b = ladder.feed(0);                     // a streak: report the threshold that fires
   EXPECT_EQ(b.verdict, Verdict::Hang);
 }
 

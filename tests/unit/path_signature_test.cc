@@ -16,8 +16,8 @@ constexpr CodeRange kMain{0x1000, 0x1100}, kSolve{0x1100, 0x1200}, kPollLoop{0x1
     kLibcStart{0x9000, 0x9100};
 constexpr std::uint64_t kMpiInternals = 0x7100, kMpiEntry = 0x7400;
 // Return addresses: main's call of solve / of poll_loop, and libc's call of main.
-constexpr std::uint64_t kMainCallsSolve = 0x1040, kMainCallsSolveElsewhere = 0x1060,
-                        kMainCallsPollLoop = 0x1080, kLibcCallsMain = 0x9050;
+constexpr std::uint64_t kMainCallsSolve = 0x1040, kMainCallsSolveElsewhere = 0x1060, kMainCallsPollLoop = 0x1080,
+                        kLibcCallsMain = 0x9050;
 
 std::optional<std::uint64_t> start_of(std::uint64_t address) {
   for (const auto& f : {kMain, kSolve, kPollLoop, kLibcStart}) {
@@ -53,15 +53,16 @@ TEST(PathSignature, PollingInMpiTestIsThePathOfTheLoopAroundIt) {
   // poll_loop: while (!done) { MPI_Test(...); ... }, seen inside MPI_Test or in its own code.
   const auto in_loop = signature({kPollLoop.start + 0x30, kMainCallsPollLoop, kLibcCallsMain});
   for (const char* polling : {"MPI_Test", "PMPI_Testall", "mpi_testsome_", "MPI_Iprobe"}) {
-    const auto in_test = signature({kMpiInternals, kMpiEntry, kPollLoop.start + 0x18, kMainCallsPollLoop, kLibcCallsMain},
-                                   polling);
+    const auto in_test =
+        signature({kMpiInternals, kMpiEntry, kPollLoop.start + 0x18, kMainCallsPollLoop, kLibcCallsMain}, polling);
     EXPECT_NE(in_test, 0u) << polling;
     EXPECT_EQ(in_test, in_loop) << polling;
   }
 }
 
 TEST(PathSignature, BlockingCallsFromOneFunctionAreToldApartByTheirName) {
-  const auto recv = signature({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain}, "MPI_Recv");
+  const auto recv =
+      signature({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain}, "MPI_Recv");
   const auto allreduce =
       signature({kMpiInternals, kMpiEntry, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain}, "MPI_Allreduce");
   EXPECT_NE(recv, 0u);
@@ -73,10 +74,10 @@ TEST(PathSignature, BlockingCallsFromOneFunctionAreToldApartByTheirName) {
 
 TEST(PathSignature, OneBlockingCallFromTwoCallSitesIsTwoPlaces) {
   // Two MPI_Sendrecv of one loop: a rank going from one to the other has moved.
-  const auto first = signature({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain},
-                               "MPI_Sendrecv");
-  const auto second = signature({kMpiInternals, kMpiEntry, kSolve.start + 0x60, kMainCallsSolve, kLibcCallsMain},
-                                "MPI_Sendrecv");
+  const auto first =
+      signature({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain}, "MPI_Sendrecv");
+  const auto second =
+      signature({kMpiInternals, kMpiEntry, kSolve.start + 0x60, kMainCallsSolve, kLibcCallsMain}, "MPI_Sendrecv");
   EXPECT_NE(first, 0u);
   EXPECT_NE(first, second);
 }
@@ -121,15 +122,15 @@ TEST(PathSignature, ACRuntimeCallInsideAComputingLoopIsTheLoopsPlace) {
   const auto runtime = [](std::uint64_t address) { return address >= kLibm && address < kLibm + 0x1000; };
   const auto in_loop = path_signature(std::vector<std::uint64_t>{kSolve.start + 0x40, kMainCallsSolve, kLibcCallsMain},
                                       true, {RankState::OutMpi, std::nullopt}, "", start_of, runtime);
-  const auto in_fmax = path_signature(
-      std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain}, true,
-      {RankState::OutMpi, std::nullopt}, "", start_of, runtime);
+  const auto in_fmax =
+      path_signature(std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain},
+                     true, {RankState::OutMpi, std::nullopt}, "", start_of, runtime);
   EXPECT_NE(in_loop, 0u);
   EXPECT_EQ(in_loop, in_fmax);
   // Without the predicate the call is a place of its own, as before.
-  EXPECT_NE(in_fmax, path_signature(std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve,
-                                                               kLibcCallsMain},
-                                    true, {RankState::OutMpi, std::nullopt}, "", start_of));
+  EXPECT_NE(in_fmax, path_signature(
+                         std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain},
+                         true, {RankState::OutMpi, std::nullopt}, "", start_of));
 }
 
 TEST(PathSignature, APmpiWrapperIsNotAPlace) {
@@ -140,20 +141,20 @@ TEST(PathSignature, APmpiWrapperIsNotAPlace) {
   auto sign = [&](const std::vector<std::uint64_t>& frames, std::string_view call) {
     return path_signature(frames, true, classify_by_address(frames, true, kMpi), call, start_of, {}, wrapper);
   };
-  const auto direct = sign({kMpiInternals, kMpiEntry, kPollLoop.start + 0x18, kMainCallsPollLoop, kLibcCallsMain},
-                           "MPI_Testany");
-  const auto wrapped = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kPollLoop.start + 0x40,
-                             kMainCallsPollLoop, kLibcCallsMain},
-                            "MPI_Test");
+  const auto direct =
+      sign({kMpiInternals, kMpiEntry, kPollLoop.start + 0x18, kMainCallsPollLoop, kLibcCallsMain}, "MPI_Testany");
+  const auto wrapped = sign(
+      {kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kPollLoop.start + 0x40, kMainCallsPollLoop, kLibcCallsMain},
+      "MPI_Test");
   EXPECT_NE(direct, 0u);
   EXPECT_EQ(direct, wrapped);
   // A blocking call is told apart by the application's call site, not the wrapper's.
-  const auto recv_here = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x20,
-                               kMainCallsSolve, kLibcCallsMain},
-                              "MPI_Recv");
-  const auto recv_there = sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x60,
-                                kMainCallsSolve, kLibcCallsMain},
-                               "MPI_Recv");
+  const auto recv_here =
+      sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain},
+           "MPI_Recv");
+  const auto recv_there =
+      sign({kMpiInternals, kMpiEntry, kWrapper.start + 0x20, kSolve.start + 0x60, kMainCallsSolve, kLibcCallsMain},
+           "MPI_Recv");
   EXPECT_NE(recv_here, recv_there);
 }
 

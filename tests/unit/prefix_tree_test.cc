@@ -122,8 +122,7 @@ TEST(PrefixTree, RankSetsAndCountsAreExact) {
         const auto path = tree.path(id);
         ASSERT_TRUE(ranks.count(path));
         const auto& reference = ranks[path];
-        EXPECT_EQ(tree.node(id).ranks.to_vector(),
-                  std::vector<Rank>(reference.begin(), reference.end()));
+        EXPECT_EQ(tree.node(id).ranks.to_vector(), std::vector<Rank>(reference.begin(), reference.end()));
         EXPECT_EQ(tree.node(id).samples, counts[path]);
       }
     }
@@ -166,8 +165,7 @@ TEST(PrefixTree, EquivalenceClassesMatchBruteForce) {
     }
     ASSERT_EQ(found.size(), classes.size()) << "a class listed twice";
     ASSERT_EQ(found, brute_force_classes(samples)) << "round " << round;
-    for (std::size_t i = 1; i < classes.size(); ++i)
-      EXPECT_LT(classes[i - 1].ranks, classes[i].ranks);
+    for (std::size_t i = 1; i < classes.size(); ++i) EXPECT_LT(classes[i - 1].ranks, classes[i].ranks);
     if (round % 2 == 0) {  // 2D: the classes partition the ranks
       std::size_t total = 0;
       for (const auto& c : classes) total += c.ranks.size();
@@ -184,8 +182,7 @@ TEST(PrefixTree, SameFunctionOnDifferentPathsIsDifferentNodes) {
   EXPECT_EQ(tree.node_count(), 5u);
   const auto classes = tree.equivalence_classes();
   ASSERT_EQ(classes.size(), 2u);
-  EXPECT_EQ(tree.path(classes[0].nodes[0]),
-            (std::vector<std::string>{"main", "solve", "exchange"}));
+  EXPECT_EQ(tree.path(classes[0].nodes[0]), (std::vector<std::string>{"main", "solve", "exchange"}));
   EXPECT_EQ(tree.path(classes[1].nodes[0]), (std::vector<std::string>{"main", "exchange"}));
 }
 
@@ -201,8 +198,8 @@ TEST(PrefixTree, ALeafThatGrowsChildrenKeepsItsEndingRanks) {
 }
 
 TEST(PrefixTree, PruningFoldsBelowTheFirstMpiFrameUnlessExpanded) {
-  const StackTrace trace{app("main"), app("exchange"), mpi("MPI_Waitall"),
-                         mpi("ompi_request_default_wait_all"), mpi("opal_progress")};
+  const StackTrace trace{app("main"), app("exchange"), mpi("MPI_Waitall"), mpi("ompi_request_default_wait_all"),
+                         mpi("opal_progress")};
   const StackTrace other{app("main"), app("exchange"), mpi("MPI_Waitall"), mpi("ompi_request_wait"),
                          mpi("opal_progress")};
   PrefixTree folded, expanded(TreeOptions{.expand_mpi = true});

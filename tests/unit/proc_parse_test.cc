@@ -46,7 +46,8 @@ TEST(ProcParse, ACommandNameWithSpacesAndParentheses) {
 TEST(ProcParse, BrokenStatFilesAreRefusedNotThrown) {
   const std::string text = recorded("stat-cat.txt");
   // Cut anywhere before the start time (field 22): too few fields.
-  for (std::size_t length : {std::size_t{0}, std::size_t{5}, text.find(')') + 1, text.find(')') + 2, text.find(" 1330296")}) {
+  for (std::size_t length :
+       {std::size_t{0}, std::size_t{5}, text.find(')') + 1, text.find(')') + 2, text.find(" 1330296")}) {
     EXPECT_NO_THROW(EXPECT_FALSE(parse_stat(text.substr(0, length))) << length);
   }
   std::string garbled = text;

@@ -18,8 +18,10 @@ namespace {
 using Env = std::vector<std::pair<std::string, std::string>>;
 
 TEST(RankIdentity, OpenMpiRankAndNamespace) {
-  const auto id = rank_identity(Env{{"OMPI_COMM_WORLD_RANK", "7"}, {"OMPI_COMM_WORLD_SIZE", "16"},
-                                    {"PMIX_RANK", "7"}, {"PMIX_NAMESPACE", "prterun-vm-123@1"}});
+  const auto id = rank_identity(Env{{"OMPI_COMM_WORLD_RANK", "7"},
+                                    {"OMPI_COMM_WORLD_SIZE", "16"},
+                                    {"PMIX_RANK", "7"},
+                                    {"PMIX_NAMESPACE", "prterun-vm-123@1"}});
   ASSERT_TRUE(id.has_value());
   EXPECT_EQ(id->rank, 7);
   EXPECT_EQ(id->world_size, 16);
@@ -92,7 +94,8 @@ TEST(ElfSymbols, FindsMpiEntryPointsPreferringTheMpiAlias) {
 // Debian's programs are stripped (hpcc): their functions still have identities, from the unwind
 // table, the same starts the symbols would give. A real program, stripped here by binutils.
 TEST(ElfSymbols, AStrippedFileStillKnowsWhereItsFunctionsStart) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("parastack-strip-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("parastack-strip-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string stripped = (dir / "ps_nompi").string();
   const std::string command = "strip -o '" + stripped + "' '" PS_NOMPI_BIN "'";

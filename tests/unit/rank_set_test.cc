@@ -9,9 +9,7 @@
 namespace parastack::diagnosis {
 namespace {
 
-std::vector<Rank> sorted(const std::set<Rank>& reference) {
-  return {reference.begin(), reference.end()};
-}
+std::vector<Rank> sorted(const std::set<Rank>& reference) { return {reference.begin(), reference.end()}; }
 
 // Reference ranges from a std::set, written the obvious way.
 std::string reference_ranges(const std::set<Rank>& reference) {
@@ -50,8 +48,7 @@ TEST(RankSet, RangesAtTheEdges) {
   // The largest rank there is.
   const Rank top = std::numeric_limits<Rank>::max();
   EXPECT_EQ(RankSet{top}.to_ranges(), std::to_string(top));
-  EXPECT_EQ(RankSet::range(top - 1, top).to_ranges(),
-            std::to_string(top - 1) + "-" + std::to_string(top));
+  EXPECT_EQ(RankSet::range(top - 1, top).to_ranges(), std::to_string(top - 1) + "-" + std::to_string(top));
   EXPECT_EQ(RankSet{top}.highest(), top);
 }
 
@@ -65,8 +62,8 @@ TEST(RankSet, ParseRoundTripsAndAcceptsAnyOrder) {
 }
 
 TEST(RankSet, ParseRejectsMalformedText) {
-  for (const char* text : {"a", "1-", "-1", "3-1", "1,,2", "1 ,2", " 1", "1,", ",", "4294967296",
-                           "1-4294967296", "+1", "1-2-3", "0x10", "99999999999999999999"}) {
+  for (const char* text : {"a", "1-", "-1", "3-1", "1,,2", "1 ,2", " 1", "1,", ",", "4294967296", "1-4294967296", "+1",
+                           "1-2-3", "0x10", "99999999999999999999"}) {
     EXPECT_FALSE(RankSet::parse_ranges(text).has_value()) << '"' << text << '"';
   }
 }

@@ -11,8 +11,7 @@ namespace {
 
 // §3.1's worked example: 16 samples of a 10-process job.
 TEST(RunsTest, PaperExampleIsNotRandom) {
-  const std::vector<double> samples{0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.0, 0.0,
-                                    0.8, 0.9, 1.0, 0.8, 0.9, 0.1, 0.9, 0.9};
+  const std::vector<double> samples{0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.0, 0.0, 0.8, 0.9, 1.0, 0.8, 0.9, 0.1, 0.9, 0.9};
   const auto result = runs_test(samples);
   EXPECT_NEAR(result.boundary, 0.44375, 1e-12);
   EXPECT_EQ(result.n_pos, 7);
@@ -47,8 +46,7 @@ TEST(RunsTest, ExactDistributionMatchesBruteForceEnumeration) {
     ++by_runs[runs];
   }
   for (int r = 0; r <= n + 1; ++r) {
-    EXPECT_NEAR(runs_probability(r, n1, n0), static_cast<double>(by_runs[r]) / arrangements, 1e-12)
-        << "R=" << r;
+    EXPECT_NEAR(runs_probability(r, n1, n0), static_cast<double>(by_runs[r]) / arrangements, 1e-12) << "R=" << r;
   }
 }
 

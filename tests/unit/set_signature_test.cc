@@ -25,7 +25,8 @@ TEST(SetSignatures, WithoutPollingBothSignaturesAreTheSame) {
 TEST(SetSignatures, BusyWaitingRanksAreLeftOutOfTheActiveSignature) {
   SetSignatures signatures;
   // Rank 1 spins at 7; the others poll in one loop (place 20), once found in its code.
-  const auto a = signatures.observe(1, 0, {in_mpi("MPI_Test", 20), out(7), in_mpi("MPI_Testany", 20), in_mpi("MPI_Iprobe", 20)});
+  const auto a =
+      signatures.observe(1, 0, {in_mpi("MPI_Test", 20), out(7), in_mpi("MPI_Testany", 20), in_mpi("MPI_Iprobe", 20)});
   const auto b = signatures.observe(2, 0, {out(20), out(7), in_mpi("MPI_Test", 20), in_mpi("MPI_Test", 20)});
   EXPECT_TRUE(signatures.is_polling_place(20));
   EXPECT_FALSE(signatures.is_polling_place(7));
@@ -42,7 +43,8 @@ TEST(SetSignatures, BusyWaitingRanksAreLeftOutOfTheActiveSignature) {
 
 TEST(SetSignatures, ASetOfWaitersHasNoActiveRank) {
   SetSignatures signatures;
-  const auto o = signatures.observe(1, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Testany", 21), unknown, in_mpi("MPI_Iprobe", 0)});
+  const auto o =
+      signatures.observe(1, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Testany", 21), unknown, in_mpi("MPI_Iprobe", 0)});
   EXPECT_EQ(o.active_path, kEveryoneWaiting);
   EXPECT_EQ(o.active_out, 0);
   // A polling call whose path is unknown (no application frame) still waits.

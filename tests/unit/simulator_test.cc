@@ -120,8 +120,7 @@ TEST(Simulator, HealthyJobRaisesNoAlarmAndHangIsFoundWithItsFaultyRank) {
 
 TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
   CampaignConfig config;
-  const auto hung = run_job(shape_named("stencil-1ms"), 0, config, 3, 5000,
-                            Fault{FaultKind::Deadlock, 1500, {}});
+  const auto hung = run_job(shape_named("stencil-1ms"), 0, config, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
   ASSERT_TRUE(hung.detected);
   EXPECT_TRUE(hung.type_correct);
 }

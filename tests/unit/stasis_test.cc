@@ -33,7 +33,14 @@ struct Stream {
   // time) while its active ranks are at `active` (kEveryoneWaiting: none), active_out of them OUT.
   StasisDecision feed_polling(std::uint64_t active, int active_out = 0, int active_ranks = 1) {
     t += 0.1;
-    Observation o{t, 0, active_out, 4, 1000 + static_cast<std::uint64_t>(t * 10) % 2, true, active, active_out,
+    Observation o{t,
+                  0,
+                  active_out,
+                  4,
+                  1000 + static_cast<std::uint64_t>(t * 10) % 2,
+                  true,
+                  active,
+                  active_out,
                   active == kEveryoneWaiting || active == 0 ? 0 : active_ranks};
     return model.observe(o, 0);
   }
@@ -102,8 +109,8 @@ TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {
   Stream s;
   s.feed(9);
   EXPECT_TRUE(s.feed(9).still);
-  EXPECT_FALSE(s.feed(0).known);        // unknown: no evidence, the run ends
-  EXPECT_FALSE(s.feed(9).still);        // the pair (unknown, 9) is not known
+  EXPECT_FALSE(s.feed(0).known);           // unknown: no evidence, the run ends
+  EXPECT_FALSE(s.feed(9).still);           // the pair (unknown, 9) is not known
   EXPECT_FALSE(s.feed(9, 1e-9, 2).still);  // 2 of 4 outside MPI: not the picture of a hang
 }
 
@@ -123,7 +130,7 @@ TEST(Stasis, TheModelFreeRuleFiresAfterItsMinimumOnAJobThatHasMoved) {
 TEST(Stasis, TheModelFreeRuleWaitsLongerInAnOlderJob) {
   Stream s;
   for (int i = 0; i < 4000; ++i) s.feed(1 + i % 3);  // 400 s of movement
-  StasisDecision d = s.feed(7, 0);  // alpha 0: only the model-free rule can fire
+  StasisDecision d = s.feed(7, 0);                   // alpha 0: only the model-free rule can fire
   const double stopped = s.t;
   do d = s.feed(7, 0);
   while (!d.early_fired && s.t < 1000);

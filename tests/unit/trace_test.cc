@@ -53,8 +53,8 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
   EXPECT_EQ(back.active_path, 0u);
   EXPECT_TRUE(std::holds_alternative<TraceError>(
       parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":2})")));
-  EXPECT_TRUE(std::holds_alternative<TraceError>(
-      parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":1,"active_ranks":0})")));
+  EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(
+      R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":1,"active_ranks":0})")));
 }
 
 TEST(Trace, ABadPathIsRefused) {

@@ -16,9 +16,7 @@ PrefixTree ring(Rank ranks) {
     if (r == 1) {
       tree.add(StackTrace{app("__libc_start_main"), app("main"), app("do_compute")}, r);
     } else {
-      tree.add(StackTrace{app("__libc_start_main"), app("main"), mpi("MPI_Waitall"),
-                          mpi("opal_progress")},
-               r);
+      tree.add(StackTrace{app("__libc_start_main"), app("main"), mpi("MPI_Waitall"), mpi("opal_progress")}, r);
     }
   }
   return tree;
@@ -63,14 +61,10 @@ TEST(TreeRender, DotColoursNodesByClass) {
   EXPECT_NE(dot.find("label=\"job 42\""), std::string::npos);
   // Shared paths grey; the two classes take the first two palette colours, nodes and edges.
   EXPECT_NE(dot.find("[label=\"main\", fillcolor=\"#e0e0e0\"]"), std::string::npos) << dot;
-  EXPECT_NE(dot.find("[label=\"MPI_Waitall\", fillcolor=\"#8dd3c7\", peripheries=2]"),
-            std::string::npos)
-      << dot;
+  EXPECT_NE(dot.find("[label=\"MPI_Waitall\", fillcolor=\"#8dd3c7\", peripheries=2]"), std::string::npos) << dot;
   EXPECT_NE(dot.find("[label=\"do_compute\", fillcolor=\"#ffffb3\"]"), std::string::npos) << dot;
-  EXPECT_NE(dot.find("[label=\"7:[0,2-7]\", color=\"#8dd3c7\", penwidth=2]"), std::string::npos)
-      << dot;
-  EXPECT_NE(dot.find("class 2</td><td align=\"left\">rank 1 of 1: 1</td>"), std::string::npos)
-      << dot;
+  EXPECT_NE(dot.find("[label=\"7:[0,2-7]\", color=\"#8dd3c7\", penwidth=2]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("class 2</td><td align=\"left\">rank 1 of 1: 1</td>"), std::string::npos) << dot;
   EXPECT_EQ(dot.substr(dot.size() - 2), "}\n");
 }
 

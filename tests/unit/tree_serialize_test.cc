@@ -8,8 +8,7 @@ namespace parastack::diagnosis {
 namespace {
 
 PrefixTree random_tree(std::mt19937_64& rng, int samples, Rank max_rank) {
-  static const char* kNames[] = {"main",    "solve",    "exchange",
-                                 "compute", "MPI_Wait", "opal_progress"};
+  static const char* kNames[] = {"main", "solve", "exchange", "compute", "MPI_Wait", "opal_progress"};
   PrefixTree tree(TreeOptions{.expand_mpi = true});
   for (int i = 0; i < samples; ++i) {
     StackTrace trace{{"main", "app", "", false}};
@@ -43,8 +42,7 @@ TEST(TreeSerialize, RoundTripsInEveryEncoding) {
   for (int round = 0; round < 100; ++round) {
     const auto tree = random_tree(rng, static_cast<int>(rng() % 40), round % 2 ? 100 : 5000);
     for (const EncodeOptions options :
-         {EncodeOptions{}, EncodeOptions{RankEncoding::RangeString, 0},
-          EncodeOptions{RankEncoding::BitVector, 5000}}) {
+         {EncodeOptions{}, EncodeOptions{RankEncoding::RangeString, 0}, EncodeOptions{RankEncoding::BitVector, 5000}}) {
       const auto bytes = serialize(tree, options);
       const auto back = decoded(bytes);
       ASSERT_TRUE(back == tree) << "round " << round;
@@ -100,8 +98,7 @@ TEST(TreeSerialize, RejectsCorruptHeadersAndTrailingBytes) {
 }
 
 // Messages written by hand, to reach the checks an encoder never trips.
-std::string message(std::initializer_list<std::string_view> names, std::string_view nodes,
-                    char encoding = 0) {
+std::string message(std::initializer_list<std::string_view> names, std::string_view nodes, char encoding = 0) {
   std::string out = "PSPT";
   out += '\x01';
   out += encoding;
@@ -122,34 +119,26 @@ TEST(TreeSerialize, RejectsInconsistentStructure) {
   // root (2 children, 2 samples), child "a", child "a" again: out of order.
   const std::string root2 = "\x00\x02\x02"s + set0 + empty_set;
   const std::string leaf_a = "\x00\x00\x00\x01"s + set0;
-  EXPECT_EQ(decode_error(message({"a"}, "\x03"s + root2 + leaf_a + leaf_a)),
-            "children out of order or repeated");
+  EXPECT_EQ(decode_error(message({"a"}, "\x03"s + root2 + leaf_a + leaf_a)), "children out of order or repeated");
   // A name index past the table.
   EXPECT_EQ(decode_error(message({"a"}, "\x03"s + root2 + leaf_a + "\x05\x00\x00\x01"s + set0)),
             "name index 5 out of range");
   // The node count disagrees with the tree.
   const std::string root1 = "\x00\x01\x01"s + set0 + empty_set;
-  EXPECT_EQ(decode_error(message({"a"}, "\x03"s + root1 + leaf_a)),
-            "node count says 3 but the tree has 2");
-  EXPECT_EQ(decode_error(message({"a"}, "\x00"s + root1 + leaf_a)),
-            "node count 0 impossible for the message size");
+  EXPECT_EQ(decode_error(message({"a"}, "\x03"s + root1 + leaf_a)), "node count says 3 but the tree has 2");
+  EXPECT_EQ(decode_error(message({"a"}, "\x00"s + root1 + leaf_a)), "node count 0 impossible for the message size");
   // Unknown flag bits.
-  EXPECT_EQ(decode_error(message({"a"}, "\x02"s + root1 + "\x00\x80\x00\x01"s + set0)),
-            "unknown node flags");
+  EXPECT_EQ(decode_error(message({"a"}, "\x02"s + root1 + "\x00\x80\x00\x01"s + set0)), "unknown node flags");
   // More children than the message has nodes.
-  EXPECT_EQ(decode_error(message({"a"}, "\x02\x00\x09\x01"s + set0 + empty_set)),
-            "more children than nodes");
+  EXPECT_EQ(decode_error(message({"a"}, "\x02\x00\x09\x01"s + set0 + empty_set)), "more children than nodes");
   // A bit vector past rank 2^32: base word 2^26.
-  EXPECT_EQ(decode_error(message({}, "\x01\x00\x00\x01\x80\x80\x80\x20\x01"s)),
-            "bit vector reaches past rank 2^32");
+  EXPECT_EQ(decode_error(message({}, "\x01\x00\x00\x01\x80\x80\x80\x20\x01"s)), "bit vector reaches past rank 2^32");
   // A malformed range string.
-  EXPECT_EQ(decode_error(message({}, "\x01\x00\x00\x01\x03"s + "1-x", 1)),
-            "malformed range string");
+  EXPECT_EQ(decode_error(message({}, "\x01\x00\x00\x01\x03"s + "1-x", 1)), "malformed range string");
   // A name count larger than the message.
   EXPECT_EQ(decode_error("PSPT\x01\x00\x7f"s), "name count larger than the message");
   // A varint that never ends.
-  EXPECT_EQ(decode_error("PSPT\x01\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"s),
-            "varint longer than 64 bits");
+  EXPECT_EQ(decode_error("PSPT\x01\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"s), "varint longer than 64 bits");
   // And the hand-written good message is accepted, so the checks above are the only problem.
   const auto ok = deserialize(message({"a"}, "\x02"s + root1 + leaf_a));
   ASSERT_TRUE(std::holds_alternative<PrefixTree>(ok));

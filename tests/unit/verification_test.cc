@@ -10,26 +10,23 @@ RankSnapshot out() { return {RankState::OutMpi, {}}; }
 RankSnapshot unknown() { return {RankState::Unknown, {}}; }
 
 TEST(Verification, PollingFamilyInEveryBindingSpelling) {
-  for (const char* name : {"MPI_Test", "PMPI_Test", "MPI_Testany", "MPI_Testsome", "PMPI_Testall",
-                           "MPI_Iprobe", "mpi_test_", "MPI_TESTALL", "pmpi_iprobe__"}) {
+  for (const char* name : {"MPI_Test", "PMPI_Test", "MPI_Testany", "MPI_Testsome", "PMPI_Testall", "MPI_Iprobe",
+                           "mpi_test_", "MPI_TESTALL", "pmpi_iprobe__"}) {
     EXPECT_TRUE(is_polling_function(name)) << name;
   }
-  for (const char* name : {"MPI_Wait", "MPI_Recv", "MPI_Test_cancelled", "MPI_Probe", "Test",
-                           "my_test"}) {
+  for (const char* name : {"MPI_Wait", "MPI_Recv", "MPI_Test_cancelled", "MPI_Probe", "Test", "my_test"}) {
     EXPECT_FALSE(is_polling_function(name)) << name;
   }
 }
 
 TEST(Verification, HangShowsNoProgress) {
   // Every target blocked in the same call at both snapshots, one spinning outside MPI.
-  EXPECT_FALSE(find_progress({{in("MPI_Allreduce"), in("PMPI_Allreduce")},
-                              {in("MPI_Wait"), in("MPI_Wait")},
-                              {out(), out()}}));
+  EXPECT_FALSE(
+      find_progress({{in("MPI_Allreduce"), in("PMPI_Allreduce")}, {in("MPI_Wait"), in("MPI_Wait")}, {out(), out()}}));
 }
 
 TEST(Verification, MovingBetweenMpiFunctionsIsProgress) {
-  const auto evidence = find_progress({{in("MPI_Wait"), in("MPI_Wait")},
-                                       {in("MPI_Wait"), in("MPI_Allreduce")}});
+  const auto evidence = find_progress({{in("MPI_Wait"), in("MPI_Wait")}, {in("MPI_Wait"), in("MPI_Allreduce")}});
   ASSERT_TRUE(evidence.has_value());
   EXPECT_EQ(evidence->rank_index, 1u);
   EXPECT_EQ(evidence->to.mpi_function, "MPI_Allreduce");

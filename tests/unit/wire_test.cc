@@ -42,9 +42,7 @@ class FixedNodeWorker final : public node::NodeWorker {
     }
     return out;
   }
-  std::vector<stats::RankState> all_states() override {
-    return {stats::RankState::InMpi, stats::RankState::Unknown};
-  }
+  std::vector<stats::RankState> all_states() override { return {stats::RankState::InMpi, stats::RankState::Unknown}; }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {std::uint64_t{1} << 40, std::nullopt}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 100, "node-a", "IN_MPI", "MPI_Allreduce"}, {2, 102, "node-a", "OUT_MPI", ""}};
@@ -101,8 +99,8 @@ TEST(Wire, ARankTableRoundTrips) {
 
 TEST(Wire, TheTablesOfSeveralMonitorsCombineIntoOne) {
   FixedNodeWorker worker;
-  const auto combined = combine_replies(
-      Request::Discover, {serve_request(worker, 0, discover_request({})), serve_request(worker, 1, discover_request({}))});
+  const auto combined = combine_replies(Request::Discover, {serve_request(worker, 0, discover_request({})),
+                                                            serve_request(worker, 1, discover_request({}))});
   const auto entries = decode_discovery(combined);
   ASSERT_EQ(entries.size(), 6u);
   EXPECT_EQ(entries[0].monitor, 0);
@@ -183,7 +181,7 @@ TEST(Wire, CorruptMessagesAreRefusedBeforeAnythingIsAllocatedForThem) {
   FixedNodeWorker worker;
   serve_request(worker, 0, adopt_request("instance-1"));
   EXPECT_THROW(serve_request(worker, 0, std::string(1, static_cast<char>(99))), WireError);  // no such request
-  EXPECT_THROW(serve_request(worker, 0, snapshot_request({7})), WireError);                   // no such rank here
+  EXPECT_THROW(serve_request(worker, 0, snapshot_request({7})), WireError);                  // no such rank here
   // A count of four billion snapshots in a few bytes: refused, not allocated (it would be 190 GB).
   WireWriter huge;
   huge.u32(0xffffffffu).u8(0);

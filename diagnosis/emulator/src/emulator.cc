@@ -27,11 +27,9 @@ StackTrace generate_trace(SplitMix& rng, const Workload& workload) {
   StackTrace trace{{"__libc_start_main", "libc.so.6", "", false}, {"main", "app", "", false}};
   const std::uint32_t calls = 1 + below(rng, std::max(workload.depth, 1u));
   for (std::uint32_t i = 0; i < calls; ++i) {
-    trace.push_back(
-        {"fn" + std::to_string(below(rng, std::max(workload.breadth, 1u))), "app", "", false});
+    trace.push_back({"fn" + std::to_string(below(rng, std::max(workload.breadth, 1u))), "app", "", false});
   }
-  static constexpr const char* kMpiCalls[] = {"MPI_Waitall", "MPI_Barrier", "MPI_Allreduce",
-                                              "MPI_Recv"};
+  static constexpr const char* kMpiCalls[] = {"MPI_Waitall", "MPI_Barrier", "MPI_Allreduce", "MPI_Recv"};
   if (below(rng, 4) != 0) {
     trace.push_back({kMpiCalls[below(rng, 4)], "libmpi.so.40", "", true});
     trace.push_back({"ompi_request_default_wait_all", "libmpi.so.40", "", true});
@@ -77,11 +75,9 @@ TraceGenerator::TraceGenerator(const Workload& workload) {
   }
 }
 
-PrefixTree build_monitor_tree(const Workload& workload, const TraceGenerator& generator,
-                              std::uint32_t monitor) {
+PrefixTree build_monitor_tree(const Workload& workload, const TraceGenerator& generator, std::uint32_t monitor) {
   PrefixTree tree;
-  const auto first =
-      static_cast<diagnosis::Rank>(std::uint64_t{monitor} * workload.tasks_per_monitor);
+  const auto first = static_cast<diagnosis::Rank>(std::uint64_t{monitor} * workload.tasks_per_monitor);
   for (std::uint32_t task = 0; task < workload.tasks_per_monitor; ++task) {
     const diagnosis::Rank rank = first + task;
     for (const auto& trace : generator.samples(rank)) tree.add(trace, rank);
@@ -94,18 +90,15 @@ PrefixTree merge_messages(std::span<const std::string> messages) {
   for (const auto& message : messages) {
     auto decoded = diagnosis::deserialize(message);
     if (const auto* error = std::get_if<diagnosis::DecodeError>(&decoded)) {
-      throw std::runtime_error("bad message at byte " + std::to_string(error->offset) + ": " +
-                               error->message);
+      throw std::runtime_error("bad message at byte " + std::to_string(error->offset) + ": " + error->message);
     }
     merged.merge(std::get<PrefixTree>(decoded));
   }
   return merged;
 }
 
-void parallel_for(std::size_t count, unsigned threads,
-                  const std::function<void(std::size_t)>& body) {
-  threads = std::max(
-      1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(count, 1))));
+void parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& body) {
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(count, 1))));
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < count; i = next++) body(i);
@@ -132,8 +125,7 @@ RunResult run(const RunConfig& config, Transport& transport) {
   RunResult result;
   result.config = config;
   const auto& workload = config.workload;
-  const unsigned threads =
-      config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency());
 
   // The monitors: each builds and encodes its local tree. Not part of the merge latency, as STAT
   // leaves the sampling out of its.
@@ -141,8 +133,8 @@ RunResult run(const RunConfig& config, Transport& transport) {
   const TraceGenerator generator(workload);
   std::vector<std::string> messages(workload.monitors);
   parallel_for(workload.monitors, threads, [&](std::size_t m) {
-    messages[m] = diagnosis::serialize(
-        build_monitor_tree(workload, generator, static_cast<std::uint32_t>(m)), config.encode);
+    messages[m] =
+        diagnosis::serialize(build_monitor_tree(workload, generator, static_cast<std::uint32_t>(m)), config.encode);
   });
   result.build_seconds = seconds_since(build_start);
 
@@ -162,8 +154,7 @@ RunResult run(const RunConfig& config, Transport& transport) {
   if (config.reduction == Reduction::Tree) {
     while (messages.size() > fanout) {
       std::vector<std::vector<std::string>> groups((messages.size() + fanout - 1) / fanout);
-      for (std::size_t i = 0; i < messages.size(); ++i)
-        groups[i / fanout].push_back(std::move(messages[i]));
+      for (std::size_t i = 0; i < messages.size(); ++i) groups[i / fanout].push_back(std::move(messages[i]));
       messages = transport.reduce_level(std::move(groups), step);
       account(messages);
       ++result.levels;
@@ -179,14 +170,12 @@ RunResult run(const RunConfig& config, Transport& transport) {
 }
 
 RunResult run(const RunConfig& config) {
-  ThreadTransport transport(config.threads > 0 ? config.threads
-                                               : std::max(1u, std::thread::hardware_concurrency()));
+  ThreadTransport transport(config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency()));
   return run(config, transport);
 }
 
 std::string describe(const RunConfig& config) {
-  std::string text =
-      config.reduction == Reduction::Flat ? "flat" : "tree k=" + std::to_string(config.fanout);
+  std::string text = config.reduction == Reduction::Flat ? "flat" : "tree k=" + std::to_string(config.fanout);
   if (config.encode.encoding == diagnosis::RankEncoding::RangeString) {
     text += ", range strings";
   } else if (config.encode.full_width_ranks > 0) {
@@ -205,12 +194,11 @@ std::string format_table(std::span<const RunResult> results) {
   char line[512];
   for (const auto& r : results) {
     const auto& w = r.config.workload;
-    std::snprintf(
-        line, sizeof line, "| %s | %s x %s | %s | %u | %zu | %zu | %.3f | %.3f | %s | %s | %s |\n",
-        with_commas(w.ranks()).c_str(), with_commas(w.monitors).c_str(),
-        with_commas(w.tasks_per_monitor).c_str(), describe(r.config).c_str(), r.levels,
-        r.tree_nodes, r.classes, r.build_seconds, r.merge_seconds, bytes_text(r.root_bytes).c_str(),
-        bytes_text(r.largest_message).c_str(), bytes_text(r.total_bytes).c_str());
+    std::snprintf(line, sizeof line, "| %s | %s x %s | %s | %u | %zu | %zu | %.3f | %.3f | %s | %s | %s |\n",
+                  with_commas(w.ranks()).c_str(), with_commas(w.monitors).c_str(),
+                  with_commas(w.tasks_per_monitor).c_str(), describe(r.config).c_str(), r.levels, r.tree_nodes,
+                  r.classes, r.build_seconds, r.merge_seconds, bytes_text(r.root_bytes).c_str(),
+                  bytes_text(r.largest_message).c_str(), bytes_text(r.total_bytes).c_str());
     out += line;
   }
   return out;

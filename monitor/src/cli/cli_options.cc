@@ -8,17 +8,17 @@ namespace parastack::cli {
 
 // Long on purpose: one registration per option.
 void add_model_options(CLI::App& command, stats::ModelConfig& config) {
-  command.add_option("--alpha", config.alarm.alpha,
-                     "Significance level: the accepted probability of a false alarm (per job with "
-                     "the default budget, per test with --budget per-test)")
+  command
+      .add_option("--alpha", config.alarm.alpha,
+                  "Significance level: the accepted probability of a false alarm (per job with "
+                  "the default budget, per test with --budget per-test)")
       ->check(CLI::Range(1e-12, 0.5))
       ->capture_default_str();
   command
       .add_option_function<std::string>(
           "--budget",
           [&config](const std::string& value) {
-            config.alarm.budget =
-                value == "per-test" ? stats::AlarmBudget::PerTest : stats::AlarmBudget::PerJob;
+            config.alarm.budget = value == "per-test" ? stats::AlarmBudget::PerTest : stats::AlarmBudget::PerJob;
           },
           "How alpha is spent: per-job bounds the false-alarm probability of the whole job; "
           "per-test is the paper's rule")
@@ -28,8 +28,7 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
       .add_option_function<std::string>(
           "--thresholds",
           [&config](const std::string& value) {
-            config.thresholds =
-                value == "paper" ? stats::ThresholdRule::Paper : stats::ThresholdRule::EveryValue;
+            config.thresholds = value == "paper" ? stats::ThresholdRule::Paper : stats::ThresholdRule::EveryValue;
           },
           "Suspicion thresholds tested: every-value (every sample value, alpha split) or paper "
           "(the tightest ladder step's only)")
@@ -51,13 +50,15 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
           "Stasis evidence (ranks whose call paths do not move) besides S: on or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->default_str("on");
-  command.add_option("--stasis-min", config.stasis.early_min_seconds,
-                     "The model-free stasis rule never fires on a standstill shorter than this, seconds")
+  command
+      .add_option("--stasis-min", config.stasis.early_min_seconds,
+                  "The model-free stasis rule never fires on a standstill shorter than this, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  command.add_option("--horizon", config.alarm.horizon_seconds,
-                     "Job length in seconds the per-job budget is planned for (longer jobs stay "
-                     "covered)")
+  command
+      .add_option("--horizon", config.alarm.horizon_seconds,
+                  "Job length in seconds the per-job budget is planned for (longer jobs stay "
+                  "covered)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command.add_option("--interval", config.initial_interval, "Initial sampling interval I, seconds")
@@ -69,12 +70,10 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
   command.add_option("--sets", config.sets, "Disjoint monitored rank sets")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
-  command.add_option("--turn", config.observations_per_turn,
-                     "Observations of one set before switching to the next")
+  command.add_option("--turn", config.observations_per_turn, "Observations of one set before switching to the next")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")
-      ->capture_default_str();
+  command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")->capture_default_str();
 }
 
 void add_watch_options(CLI::App& command, watch::WatchOptions& options) {

@@ -13,10 +13,10 @@ namespace parastack::cli {
 
 // Documented exit statuses (docs/user-guide.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 2;  // bad options or unreadable/invalid input
-inline constexpr int kExitHang = 3;   // a hang was confirmed
-inline constexpr int kExitNoRanks = 4; // no MPI rank was found
-inline constexpr int kExitNotMpi = 5;  // run: no MPI rank appeared within the startup timeout
+inline constexpr int kExitUsage = 2;           // bad options or unreadable/invalid input
+inline constexpr int kExitHang = 3;            // a hang was confirmed
+inline constexpr int kExitNoRanks = 4;         // no MPI rank was found
+inline constexpr int kExitNotMpi = 5;          // run: no MPI rank appeared within the startup timeout
 inline constexpr int kExitMonitoringLost = 6;  // parastack-monitor: a monitor stopped answering
 
 // The site configuration `parastack run` reads (PARASTACK_CONFIG or --config override the path).

@@ -15,9 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <random>
-#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -26,11 +26,11 @@
 #include "cli/job_options.h"
 #include "network/cluster_probe.h"
 #include "network/mpi_monitors.h"
+#include "node/node_worker.h"
+#include "node/stack_views.h"
 #include "os/slurm_job.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
-#include "node/node_worker.h"
-#include "node/stack_views.h"
 
 namespace parastack::cli {
 namespace {
@@ -59,7 +59,8 @@ void request_stop(int) { stop_requested = 1; }
 
 // parastack stacks across nodes: every monitor samples its ranks once per round; the trees merge up
 // the tree of monitors (GatherStacks), never one message per rank to the leader.
-int print_stacks_across_nodes(network::Monitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector) {
+int print_stacks_across_nodes(network::Monitors& monitors, const MonitorOptions& options,
+                              const sampler::JobSelector& selector) {
   const auto launches = selector.kind == sampler::JobSelector::Kind::Launcher
                             ? sampler::open_mpi_launches(selector.launcher)
                             : std::vector<std::string>{};
@@ -107,10 +108,10 @@ int print_stacks_across_nodes(network::Monitors& monitors, const MonitorOptions&
     }
   }
   const auto views = node::stack_views(tree,
-                                        "parastack stacks: " + std::to_string(table.size()) + " ranks on " +
-                                            std::to_string(hosts.size()) + " host(s), " +
-                                            std::to_string(options.stack_samples) + " sample(s) each",
-                                        options.stack_format == "svg");
+                                       "parastack stacks: " + std::to_string(table.size()) + " ranks on " +
+                                           std::to_string(hosts.size()) + " host(s), " +
+                                           std::to_string(options.stack_samples) + " sample(s) each",
+                                       options.stack_format == "svg");
   return node::print_stack_view(views, options.stack_format, std::cout, std::cerr, "parastack-monitor --stacks")
              ? kExitOk
              : kExitUsage;
@@ -128,17 +129,20 @@ std::string hang_summary(const watch::RunReport& report) {
 std::vector<std::string> job_words(const sampler::JobSelector& selector) {
   using Kind = sampler::JobSelector::Kind;
   switch (selector.kind) {
-    case Kind::Launcher: return {"parastack-monitor", "--pid=" + std::to_string(selector.launcher.value)};
-    case Kind::Slurm: return {"parastack-monitor", "--slurm-job=" + selector.job_id};
-    case Kind::Pbs: return {"parastack-monitor", "--pbs-job=" + selector.job_id};
+    case Kind::Launcher:
+      return {"parastack-monitor", "--pid=" + std::to_string(selector.launcher.value)};
+    case Kind::Slurm:
+      return {"parastack-monitor", "--slurm-job=" + selector.job_id};
+    case Kind::Pbs:
+      return {"parastack-monitor", "--pbs-job=" + selector.job_id};
   }
   return {"parastack-monitor"};
 }
 
 // A batch job under Slurm: Slurm ends it (every step, the batch script, these monitors too) and
 // records why; the owner learns it by mail. Report and mail go first: scancel ends this process.
-void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths,
-                       bool mail, spdlog::logger& log) {
+void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths, bool mail,
+                       spdlog::logger& log) {
   control.terminate_how = "the job was cancelled (scancel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("cancelling job {} (scancel)", job);
@@ -276,8 +280,8 @@ std::optional<int> parse_monitor_options(CLI::App& app, MonitorOptions& options,
     bool ok = false;
     for (std::string a; std::getline(allowed, a, ',');) ok = ok || a == action;
     if (!ok) {
-      std::cerr << "parastack: action=" << action << " is not allowed on this cluster (allowed: "
-                << options.allowed_actions << ")\n";
+      std::cerr << "parastack: action=" << action
+                << " is not allowed on this cluster (allowed: " << options.allowed_actions << ")\n";
       return kExitUsage;
     }
   }
@@ -333,7 +337,8 @@ int main(int argc, char** argv) {
     network::serve(worker);
   } else {
     network::MpiMonitors monitors(worker, hosts, std::chrono::duration<double>(options.timeout));
-    status = options.stacks ? print_stacks_across_nodes(monitors, options, *selector) : run_leader(monitors, options, *selector, *logger);
+    status = options.stacks ? print_stacks_across_nodes(monitors, options, *selector)
+                            : run_leader(monitors, options, *selector, *logger);
     if (status == kExitMonitoringLost) {
       // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
       // job is a different MPI job and is not touched).

@@ -25,17 +25,16 @@ int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector)
     const auto sample = stack_sampler.sample(rank.pid);
     std::string state = sample.describe();
     if (options.json) {
-      nlohmann::json entry{{"rank", rank.rank},         {"pid", rank.pid.value},
-                           {"host", rank.host},         {"instance", rank.instance},
-                           {"threads", rank.threads},   {"command", rank.command},
-                           {"state", state}};
+      nlohmann::json entry{
+          {"rank", rank.rank},       {"pid", rank.pid.value},   {"host", rank.host}, {"instance", rank.instance},
+          {"threads", rank.threads}, {"command", rank.command}, {"state", state}};
       if (rank.world_size > 0) entry["world_size"] = rank.world_size;
       if (!sample.mpi_function.empty()) entry["mpi_function"] = sample.mpi_function;
       out.push_back(std::move(entry));
     } else {
       if (!sample.mpi_function.empty()) state += " (" + sample.mpi_function + ")";
-      std::printf("%6d %8d %8zu %-16s %-20s %s\n", rank.rank, rank.pid.value, rank.threads,
-                  rank.host.c_str(), rank.instance.c_str(), state.c_str());
+      std::printf("%6d %8d %8zu %-16s %-20s %s\n", rank.rank, rank.pid.value, rank.threads, rank.host.c_str(),
+                  rank.instance.c_str(), state.c_str());
     }
   }
   if (options.json) std::cout << out.dump(2) << "\n";
@@ -50,9 +49,10 @@ int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector)
 
 std::function<int()> add_ranks_command(CLI::App& app) {
   auto options = std::make_shared<RanksOptions>();
-  auto* command = app.add_subcommand(
-      "ranks", "List the MPI ranks of a job on this node with their state (IN_MPI, OUT_MPI or why "
-               "it could not be sampled).");
+  auto* command =
+      app.add_subcommand("ranks",
+                         "List the MPI ranks of a job on this node with their state (IN_MPI, OUT_MPI or why "
+                         "it could not be sampled).");
   options->job.add_to(*command);
   command->add_flag("--json", options->json, "A JSON array of {rank, pid, host, state, ...}");
   return [options] {

@@ -1,10 +1,10 @@
 // parastack replay TRACE.jsonl: feed a recorded sample trace to the model and show each decision.
 // The trace holds what the monitor fed its model, in order, so the replay takes the same decisions
 // the monitor's model took (verification, which needs live stacks, is not replayed).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -40,17 +40,22 @@ nlohmann::json decision_json(const stats::Decision& d) {
     j["test_alpha"] = d.test_alpha;
   }
   if (d.runs_test) {
-    j["runs_test"] = {{"n_pos", d.runs_test->n_pos}, {"n_neg", d.runs_test->n_neg},
-                      {"runs", d.runs_test->runs}, {"random", d.runs_test->random}};
+    j["runs_test"] = {{"n_pos", d.runs_test->n_pos},
+                      {"n_neg", d.runs_test->n_neg},
+                      {"runs", d.runs_test->runs},
+                      {"random", d.runs_test->random}};
     if (d.runs_test->exact) {
       j["runs_test"]["region"] = {d.runs_test->region.lower, d.runs_test->region.upper};
     }
   }
   if (d.interval_doubled) j["interval_doubled"] = true;
   if (d.stasis.known) {
-    j["stasis"] = {{"still", d.stasis.still},          {"run", d.stasis.streak},
-                   {"bound", d.stasis.streak_bound},   {"c", d.stasis.first_bound},
-                   {"s", d.stasis.continue_bound},     {"early_run", d.stasis.early_streak},
+    j["stasis"] = {{"still", d.stasis.still},
+                   {"run", d.stasis.streak},
+                   {"bound", d.stasis.streak_bound},
+                   {"c", d.stasis.first_bound},
+                   {"s", d.stasis.continue_bound},
+                   {"early_run", d.stasis.early_streak},
                    {"early_needed", d.stasis.early_needed}};
   }
   if (d.verdict == stats::Verdict::Hang) j["evidence"] = stats::to_string(d.evidence);
@@ -71,12 +76,11 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
     case stats::Evidence::Stasis:
       std::snprintf(text, sizeof text,
                     "set %d: %d consecutive still observations since t=%.3f, bound %.3g x %.3g^%d = %.3g",
-                    d.observation.set, st.streak, st.streak_onset, st.first_bound, st.continue_bound,
-                    st.streak - 1, st.streak_bound);
+                    d.observation.set, st.streak, st.streak_onset, st.first_bound, st.continue_bound, st.streak - 1,
+                    st.streak_bound);
       break;
     default:
-      std::snprintf(text, sizeof text,
-                    "set %d: %d consecutive suspicions S<=%.3f since t=%.3f, q=%.3f, k=%d",
+      std::snprintf(text, sizeof text, "set %d: %d consecutive suspicions S<=%.3f since t=%.3f, q=%.3f, k=%d",
                     d.observation.set, d.streak, d.threshold ? d.threshold->value : 0.0, d.streak_onset,
                     d.threshold ? d.threshold->q : 0.0, d.required_streak);
   }
@@ -85,21 +89,21 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
 }
 
 void print_decision_text(const stats::Decision& d) {
-  std::printf("t=%10.3f set=%d S=%.3f I=%.3f n=%zu", d.observation.t, d.observation.set, d.sample,
-              d.interval, d.model_samples);
+  std::printf("t=%10.3f set=%d S=%.3f I=%.3f n=%zu", d.observation.t, d.observation.set, d.sample, d.interval,
+              d.model_samples);
   if (d.threshold) {
-    std::printf(" e=%.2f S<=%.3f p=%.3f q=%.3f k=%d", d.threshold->tolerance, d.threshold->value,
-                d.threshold->p_hat, d.threshold->q, d.required_streak);
+    std::printf(" e=%.2f S<=%.3f p=%.3f q=%.3f k=%d", d.threshold->tolerance, d.threshold->value, d.threshold->p_hat,
+                d.threshold->q, d.required_streak);
   }
   std::printf(" streak=%d %s", d.streak, std::string(stats::to_string(d.verdict)).c_str());
   if (d.runs_test) {
-    std::printf(" [runs test: R=%d N1=%d N0=%d %s]", d.runs_test->runs, d.runs_test->n_pos,
-                d.runs_test->n_neg, d.runs_test->random ? "random" : "not random");
+    std::printf(" [runs test: R=%d N1=%d N0=%d %s]", d.runs_test->runs, d.runs_test->n_pos, d.runs_test->n_neg,
+                d.runs_test->random ? "random" : "not random");
   }
   if (d.interval_doubled) std::printf(" [I doubled]");
   if (d.stasis.streak > 0) {
-    std::printf(" [still x%d bound=%.3g early %d/%.1fs]", d.stasis.streak, d.stasis.streak_bound,
-                d.stasis.early_streak, d.stasis.early_needed);
+    std::printf(" [still x%d bound=%.3g early %d/%.1fs]", d.stasis.streak, d.stasis.streak_bound, d.stasis.early_streak,
+                d.stasis.early_needed);
   }
   std::printf("\n");
 }
@@ -126,15 +130,16 @@ void print_summary(const ReplayOptions& options, const stats::HangModel& model,
                    const std::optional<stats::Decision>& alarm, std::uint64_t observations) {
   const auto& alarm_policy = options.model.alarm;
   if (options.json) {
-    nlohmann::json summary{{"verdict", alarm ? "hang" : "no_hang"},
-                           {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
-                           {"onset_t", alarm ? nlohmann::json(alarm->onset()) : nlohmann::json()},
-                           {"observations", observations},
-                           {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
-                           {"alpha", alarm_policy.alpha},
-                           {"budget", stats::to_string(alarm_policy.budget)},
-                           {"horizon", alarm_policy.horizon_seconds},
-                           {"interval", model.interval()}};
+    nlohmann::json summary{
+        {"verdict", alarm ? "hang" : "no_hang"},
+        {"detected_t", alarm ? nlohmann::json(alarm->observation.t) : nlohmann::json()},
+        {"onset_t", alarm ? nlohmann::json(alarm->onset()) : nlohmann::json()},
+        {"observations", observations},
+        {"model_ready_t", model.ready_since() ? nlohmann::json(*model.ready_since()) : nlohmann::json()},
+        {"alpha", alarm_policy.alpha},
+        {"budget", stats::to_string(alarm_policy.budget)},
+        {"horizon", alarm_policy.horizon_seconds},
+        {"interval", model.interval()}};
     if (alarm) {
       summary["set"] = alarm->observation.set;
       summary["evidence"] = stats::to_string(alarm->evidence);
@@ -145,8 +150,8 @@ void print_summary(const ReplayOptions& options, const stats::HangModel& model,
   } else if (alarm) {
     std::printf("verdict: hang at t=%.3f s (%s)\n", alarm->observation.t, describe_alarm(*alarm, alarm_policy).c_str());
   } else {
-    const std::string built = model.ready() ? "built at t=" + std::to_string(*model.ready_since()) + " s"
-                                            : "never built: nothing was tested";
+    const std::string built =
+        model.ready() ? "built at t=" + std::to_string(*model.ready_since()) + " s" : "never built: nothing was tested";
     std::printf("verdict: no hang (%llu observations, model %s, I=%.3f s)\n",
                 static_cast<unsigned long long>(observations), built.c_str(), model.interval());
   }
@@ -191,13 +196,12 @@ int run_replay(const ReplayOptions& options) {
 
 std::function<int()> add_replay_command(CLI::App& app) {
   auto options = std::make_shared<ReplayOptions>();
-  auto* command = app.add_subcommand(
-      "replay",
-      "Feed a sample trace (JSON Lines: t, set, n_out, n) to the hang model and print each decision "
-      "and the verdict. Exit status: 0 no hang, 3 hang, 2 bad input.");
+  auto* command =
+      app.add_subcommand("replay",
+                         "Feed a sample trace (JSON Lines: t, set, n_out, n) to the hang model and print each decision "
+                         "and the verdict. Exit status: 0 no hang, 3 hang, 2 bad input.");
   command->add_option("trace", options->trace_path, "The trace file (JSON Lines)")->required();
-  command->add_flag("--json", options->json,
-                    "One JSON object per decision; the last line is the summary");
+  command->add_flag("--json", options->json, "One JSON object per decision; the last line is the summary");
   command->add_flag("--quiet", options->quiet, "Print only the verdict");
   add_model_options(*command, options->model);
   return [options] {

@@ -20,15 +20,15 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/site_config.h"
+#include "network/monitors.h"
+#include "node/node_worker.h"
 #include "os/host.h"
 #include "os/launched_job.h"
 #include "parastack/stats/trace.h"
-#include "cli/site_config.h"
 #include "sampler/rank_discovery.h"
-#include "network/monitors.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
-#include "node/node_worker.h"
 #include "watch/report.h"
 
 namespace parastack::cli {
@@ -117,9 +117,10 @@ int run_watchdog(const RunOptions& options) {
   const auto outcome = session.lead(monitors, control);
   if (outcome == watch::Outcome::Hang) return kExitHang;
   if (outcome == watch::Outcome::NoRanks) {
-    log.error("no MPI rank appeared under '{}' within {} s (--startup-timeout): is it an MPI launcher "
-              "(mpirun, mpiexec, srun)? parastack stops watching; the command runs on to its end",
-              options.command.front(), options.startup_timeout);
+    log.error(
+        "no MPI rank appeared under '{}' within {} s (--startup-timeout): is it an MPI launcher "
+        "(mpirun, mpiexec, srun)? parastack stops watching; the command runs on to its end",
+        options.command.front(), options.startup_timeout);
     job.wait_exit();
     return kExitNotMpi;
   }
@@ -132,21 +133,23 @@ int run_watchdog(const RunOptions& options) {
 
 std::function<int()> add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  auto* command = app.add_subcommand(
-      "run",
-      "Run an MPI job under the watchdog: parastack run [options] -- mpirun -np N ./app. A hang is "
-      "detected statistically (no timeout), explained in a report, and acted on; a healthy job's "
-      "output and exit status pass through untouched.");
+  auto* command =
+      app.add_subcommand("run",
+                         "Run an MPI job under the watchdog: parastack run [options] -- mpirun -np N ./app. A hang is "
+                         "detected statistically (no timeout), explained in a report, and acted on; a healthy job's "
+                         "output and exit status pass through untouched.");
   add_watch_options(*command, options->watch);
-  command->add_option("--startup-timeout", options->startup_timeout,
-                      "Seconds to wait for the first MPI rank before giving up watching")
+  command
+      ->add_option("--startup-timeout", options->startup_timeout,
+                   "Seconds to wait for the first MPI rank before giving up watching")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   command->add_option("command", options->command, "The launcher and its arguments, after --");
-  auto* config = command->add_option("--config", options->config,
-                                     std::string("Site configuration: key = value lines with the long option "
-                                                 "names; the command line overrides it (default: ") +
-                                         kSiteConfig + " if it exists)")
+  auto* config = command
+                     ->add_option("--config", options->config,
+                                  std::string("Site configuration: key = value lines with the long option "
+                                              "names; the command line overrides it (default: ") +
+                                      kSiteConfig + " if it exists)")
                      ->envname("PARASTACK_CONFIG");
   return [options, command, config] {
     // Read before anything is launched: a bad site file is an error, never a silent default.

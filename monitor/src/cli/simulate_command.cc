@@ -62,8 +62,8 @@ int emit_trace(const SimulateOptions& options) {
     fault.kind = options.fault == "deadlock" ? sim::FaultKind::Deadlock : sim::FaultKind::Computation;
     if (fault.kind == sim::FaultKind::Computation) fault.faulty_ranks = options.faulty_ranks;
   }
-  const auto trace = sim::record_trace(shapes.front(), options.campaign, options.campaign.seed,
-                                       options.duration, fault);
+  const auto trace =
+      sim::record_trace(shapes.front(), options.campaign, options.campaign.seed, options.duration, fault);
   std::ofstream out(options.trace_out);
   if (!out) {
     std::cerr << "parastack simulate: cannot write " << options.trace_out << "\n";
@@ -76,10 +76,9 @@ int emit_trace(const SimulateOptions& options) {
     return kExitUsage;
   }
   const std::string hang =
-      options.hang_at >= 0 ? ", " + options.fault + " hang at " + std::to_string(options.hang_at) + " s"
-                           : "";
-  std::printf("wrote %zu observations (%s, %.0f s%s) to %s\n", trace.size(),
-              shapes.front().name.c_str(), options.duration, hang.c_str(), options.trace_out.c_str());
+      options.hang_at >= 0 ? ", " + options.fault + " hang at " + std::to_string(options.hang_at) + " s" : "";
+  std::printf("wrote %zu observations (%s, %.0f s%s) to %s\n", trace.size(), shapes.front().name.c_str(),
+              options.duration, hang.c_str(), options.trace_out.c_str());
   return kExitOk;
 }
 
@@ -103,8 +102,8 @@ constexpr Mode kModes[] = {
 int run_campaigns(const SimulateOptions& options) {
   const auto shapes = selected_shapes(options);
   for (const auto& name : options.modes) {
-    const auto* mode = std::find_if(std::begin(kModes), std::end(kModes),
-                                    [&](const Mode& m) { return name == m.name; });
+    const auto* mode =
+        std::find_if(std::begin(kModes), std::end(kModes), [&](const Mode& m) { return name == m.name; });
     auto config = options.campaign;
     config.model.alarm.budget = mode->budget;
     config.model.thresholds = mode->thresholds;
@@ -118,16 +117,15 @@ int run_campaigns(const SimulateOptions& options) {
     }
     const auto start = std::chrono::steady_clock::now();
     const auto summaries = sim::run_campaign(shapes, config);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("\n## mode %s: alpha = %g %s (horizon %.0f h), thresholds %s, q bound %s, stasis %s, "
-                "I from %g s, C = %d per set, %d sets, seed %llu\n\n",
-                mode->name, config.model.alarm.alpha, std::string(stats::to_string(mode->budget)).c_str(),
-                config.model.alarm.horizon_seconds / 3600,
-                std::string(stats::to_string(mode->thresholds)).c_str(),
-                std::string(stats::to_string(config.model.bound)).c_str(),
-                config.model.stasis.enabled ? "on" : "off", config.model.initial_interval, config.sampled_ranks,
-                config.model.sets, static_cast<unsigned long long>(config.seed));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf(
+        "\n## mode %s: alpha = %g %s (horizon %.0f h), thresholds %s, q bound %s, stasis %s, "
+        "I from %g s, C = %d per set, %d sets, seed %llu\n\n",
+        mode->name, config.model.alarm.alpha, std::string(stats::to_string(mode->budget)).c_str(),
+        config.model.alarm.horizon_seconds / 3600, std::string(stats::to_string(mode->thresholds)).c_str(),
+        std::string(stats::to_string(config.model.bound)).c_str(), config.model.stasis.enabled ? "on" : "off",
+        config.model.initial_interval, config.sampled_ranks, config.model.sets,
+        static_cast<unsigned long long>(config.seed));
     std::fputs(sim::format_summary_table(summaries).c_str(), stdout);
     std::printf("\n(simulated in %.1f s of wall time)\n", seconds);
     std::fflush(stdout);
@@ -139,42 +137,50 @@ int run_campaigns(const SimulateOptions& options) {
 
 std::function<int()> add_simulate_command(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
-  auto* command = app.add_subcommand(
-      "simulate",
-      "Monte Carlo campaign: synthetic MPI jobs (healthy and with injected hangs) watched by the "
-      "real model and verification; prints false alarms, accuracy, detection delay and faulty-rank "
-      "identification per workload. With --trace-out, writes one synthetic job's sample trace.");
+  auto* command =
+      app.add_subcommand("simulate",
+                         "Monte Carlo campaign: synthetic MPI jobs (healthy and with injected hangs) watched by the "
+                         "real model and verification; prints false alarms, accuracy, detection delay and faulty-rank "
+                         "identification per workload. With --trace-out, writes one synthetic job's sample trace.");
   auto& c = options->campaign;
   command->add_option("--seed", c.seed, "Random seed (a campaign is reproducible)")->capture_default_str();
   command->add_option("--healthy-hours", c.healthy_hours_per_shape, "Healthy job-hours per workload")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--hangs", c.hangs_per_shape, "Injected hangs per workload")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--ranks-sampled", c.sampled_ranks, "C: ranks per monitored set")
-      ->check(CLI::Range(1, 1000))->capture_default_str();
-  command->add_option("--job-ranks", options->job_ranks,
-                      "N: ranks of every simulated job (default: each shape's own, up to 1,000,000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  command
+      ->add_option("--job-ranks", options->job_ranks,
+                   "N: ranks of every simulated job (default: each shape's own, up to 1,000,000)")
       ->check(CLI::Range(2, 10'000'000));
-  command->add_option("--max-faulty-ranks", c.max_faulty_ranks,
-                      "A computation hang freezes 1 to this many random ranks")
-      ->check(CLI::Range(1, 1000))->capture_default_str();
+  command
+      ->add_option("--max-faulty-ranks", c.max_faulty_ranks, "A computation hang freezes 1 to this many random ranks")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   command->add_option("--threads", c.threads, "Worker threads (0: one per core)")->capture_default_str();
   command->add_option("--shape", options->shapes, "Workload shape(s) to run (default: all)");
-  command->add_option("--modes", options->modes,
-                      "Model variants to compare: default (per-job budget, every-value "
-                      "thresholds, exact bounds, stasis), s-only (the same without exact bounds "
-                      "and stasis, I from 0.4 s), paper (per-test, one threshold), "
-                      "per-job+paper-thresholds, per-test+every-value")
+  command
+      ->add_option("--modes", options->modes,
+                   "Model variants to compare: default (per-job budget, every-value "
+                   "thresholds, exact bounds, stasis), s-only (the same without exact bounds "
+                   "and stasis, I from 0.4 s), paper (per-test, one threshold), "
+                   "per-job+paper-thresholds, per-test+every-value")
       ->delimiter(',')
       ->check(CLI::IsMember({"default", "s-only", "paper", "per-job+paper-thresholds", "per-test+every-value"}))
       ->capture_default_str();
   command->add_option("--trace-out", options->trace_out,
                       "Write one synthetic job's trace (JSON Lines) instead of running a campaign");
   command->add_option("--duration", options->duration, "Trace mode: job length, seconds")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--hang-at", options->hang_at, "Trace mode: hang onset, seconds (default: none)");
   command->add_option("--fault", options->fault, "Trace mode: computation or deadlock")
-      ->check(CLI::IsMember({"computation", "deadlock"}))->capture_default_str();
+      ->check(CLI::IsMember({"computation", "deadlock"}))
+      ->capture_default_str();
   command->add_option("--faulty-rank", options->faulty_ranks, "Trace mode: faulty rank(s)");
   add_model_options(*command, c.model);
   return [options] {

@@ -19,7 +19,7 @@ int run_stack(const StackOptions& options) {
   sampler::StackSampler stack_sampler;
   sampler::SampleOptions sample_options;
   sample_options.frames = true;
-  sample_options.threads = options.threads == "main" ? sampler::ThreadRule::MainThread
+  sample_options.threads = options.threads == "main"  ? sampler::ThreadRule::MainThread
                            : options.threads == "any" ? sampler::ThreadRule::AnyThread
                                                       : sampler::ThreadRule::Auto;
   const auto sample = stack_sampler.sample(os::Pid{options.pid}, sample_options);
@@ -57,12 +57,12 @@ int run_stack(const StackOptions& options) {
 
 std::function<int()> add_stack_command(CLI::App& app) {
   auto options = std::make_shared<StackOptions>();
-  auto* command = app.add_subcommand(
-      "stack", "Print one process's stack and its IN_MPI / OUT_MPI state, like pstack. It is "
-               "stopped only while its registers and stack top are copied.");
+  auto* command = app.add_subcommand("stack",
+                                     "Print one process's stack and its IN_MPI / OUT_MPI state, like pstack. It is "
+                                     "stopped only while its registers and stack top are copied.");
   command->add_option("--pid", options->pid, "The process")->required()->check(CLI::PositiveNumber);
-  command->add_option("--threads", options->threads,
-                      "auto: every thread if the rank runs MPI_THREAD_MULTIPLE; main; any")
+  command
+      ->add_option("--threads", options->threads, "auto: every thread if the rank runs MPI_THREAD_MULTIPLE; main; any")
       ->check(CLI::IsMember({"auto", "main", "any"}))
       ->capture_default_str();
   command->add_flag("--json", options->json, "JSON output");

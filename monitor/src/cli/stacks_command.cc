@@ -2,14 +2,14 @@
 // call-graph prefix tree (like STAT's stat-cl). One sample per rank gives a 2D trace/space tree;
 // --samples N gives a 3D trace/space/time tree. Each sample stops a rank once, briefly.
 #include <chrono>
-#include <set>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "cli/commands.h"
+#include "node/stack_views.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
-#include "node/stack_views.h"
 
 namespace parastack::cli {
 namespace {
@@ -46,21 +46,21 @@ int print_node_stacks(const StacksOptions& options, const sampler::JobSelector& 
     std::cerr << "parastack stacks: note: " << instances.size()
               << " MPI programs found; their rank numbers overlap in one tree\n";
   }
-  const auto views = node::stack_views(
-      tree, "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
-                std::to_string(options.samples) + " sample(s) each",
-      options.format == "svg");
-  return node::print_stack_view(views, options.format, std::cout, std::cerr, "parastack stacks") ? kExitOk
-                                                                                                 : kExitUsage;
+  const auto views = node::stack_views(tree,
+                                       "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
+                                           std::to_string(options.samples) + " sample(s) each",
+                                       options.format == "svg");
+  return node::print_stack_view(views, options.format, std::cout, std::cerr, "parastack stacks") ? kExitOk : kExitUsage;
 }
 
 }  // namespace
 
 std::function<int()> add_stacks_command(CLI::App& app) {
   auto options = std::make_shared<StacksOptions>();
-  auto* command = app.add_subcommand(
-      "stacks", "Merge the stacks of a running job's ranks on this node into one call-graph prefix "
-                "tree (STAT-style), with equivalence classes. Each sample stops a rank once.");
+  auto* command =
+      app.add_subcommand("stacks",
+                         "Merge the stacks of a running job's ranks on this node into one call-graph prefix "
+                         "tree (STAT-style), with equivalence classes. Each sample stops a rank once.");
   options->job.add_to(*command);
   command->add_option("--samples", options->samples, "Samples per rank (more than 1: a 3D tree)")
       ->check(CLI::Range(1, 10000))

@@ -13,9 +13,7 @@ using Clock = std::chrono::steady_clock;
 // the next sample: short enough to leave promptly with the job, long enough to cost nothing.
 constexpr auto kWaitSlice = std::chrono::milliseconds(50);
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -94,7 +92,8 @@ std::vector<stats::RankSnapshot> ClusterProbe::snapshot(const std::vector<int>& 
     local[slot].push_back(local_index_[static_cast<std::size_t>(ranks[i])]);
   }
   std::vector<std::pair<int, std::string>> requests;
-  for (std::size_t slot = 0; slot < monitors.size(); ++slot) requests.emplace_back(monitors[slot], snapshot_request(local[slot]));
+  for (std::size_t slot = 0; slot < monitors.size(); ++slot)
+    requests.emplace_back(monitors[slot], snapshot_request(local[slot]));
   const auto replies = monitors_.call(requests);
   std::vector<stats::RankSnapshot> result(ranks.size());
   for (std::size_t slot = 0; slot < monitors.size(); ++slot) {
@@ -138,7 +137,9 @@ std::vector<std::optional<std::uint64_t>> ClusterProbe::io_bytes() {
   return bytes;
 }
 
-GatheredStacks ClusterProbe::gather_stacks() { return decode_stacks(monitors_.reduce(plain_request(Request::GatherStacks))); }
+GatheredStacks ClusterProbe::gather_stacks() {
+  return decode_stacks(monitors_.reduce(plain_request(Request::GatherStacks)));
+}
 
 void ClusterProbe::signal(int signal) { monitors_.call(holders(), signal_request(signal)); }
 

@@ -34,7 +34,7 @@ class ClusterProbe final : public stats::JobProbe {
   std::uint64_t samples_taken();  // every monitor's sample count (asks them)
 
  private:
-  std::vector<int> holders() const;  // the monitors that hold ranks of the program
+  std::vector<int> holders() const;           // the monitors that hold ranks of the program
   std::vector<std::vector<int>> by_monitor_;  // per monitor, its ranks' indices into table_
   Monitors& monitors_;
   std::vector<TableEntry> table_;

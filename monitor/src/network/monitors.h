@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "node/node_worker.h"
 #include "parastack/diagnosis/prefix_tree.h"
 #include "parastack/stats/verification.h"
-#include "node/node_worker.h"
 
 namespace parastack::network {
 

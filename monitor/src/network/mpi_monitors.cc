@@ -50,8 +50,8 @@ bool poll_until(Ready ready, std::optional<Clock::time_point> deadline, std::chr
 constexpr std::chrono::microseconds kBusyPause(2000);
 
 // A message from `source` (or any) with `tag`, once one has arrived; nullopt at the deadline.
-std::optional<std::string> receive(int source, int tag, std::optional<Clock::time_point> deadline,
-                                   int* from = nullptr, std::chrono::microseconds longest = kBusyPause) {
+std::optional<std::string> receive(int source, int tag, std::optional<Clock::time_point> deadline, int* from = nullptr,
+                                   std::chrono::microseconds longest = kBusyPause) {
   MPI_Message message;
   MPI_Status status;
   int found = 0;
@@ -134,7 +134,8 @@ std::optional<std::string> reduce_here(node::NodeWorker& worker, int self, const
   }
   finish_sends(sends, deadline);
   for (const auto& part : parts) {
-    if (part.empty() || static_cast<Status>(part[0]) != Status::Ok) return part.empty() ? answer(Status::Failed, "empty answer") : part;
+    if (part.empty() || static_cast<Status>(part[0]) != Status::Ok)
+      return part.empty() ? answer(Status::Failed, "empty answer") : part;
   }
   std::vector<std::string> payloads;
   for (auto& part : parts) payloads.push_back(part.substr(1));
@@ -188,7 +189,8 @@ std::vector<std::string> MpiMonitors::call(const std::vector<std::pair<int, std:
     auto reply = receive(monitor, kReplyTag, deadline);
     if (!reply) {
       throw MonitorLost(monitor, "monitor " + std::to_string(monitor) + " on " + host(monitor) +
-                                     " did not answer within " + std::to_string(static_cast<int>(timeout_.count())) + " s");
+                                     " did not answer within " + std::to_string(static_cast<int>(timeout_.count())) +
+                                     " s");
     }
     replies[i] = std::move(*reply);
   }

@@ -61,7 +61,8 @@ class WireReader {
   // (and must not become a 4-billion-element allocation).
   std::uint32_t count(std::size_t min_item_bytes) {
     const std::uint32_t n = u32();
-    if (min_item_bytes > 0 && n > (bytes_.size() - at_) / min_item_bytes) throw WireError("corrupt count in a monitor message");
+    if (min_item_bytes > 0 && n > (bytes_.size() - at_) / min_item_bytes)
+      throw WireError("corrupt count in a monitor message");
     return n;
   }
   bool done() const { return at_ == bytes_.size(); }

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "os/proc.h"
 #include "node/stack_views.h"
+#include "os/proc.h"
 
 namespace parastack::node {
 

@@ -25,7 +25,8 @@ std::string render_svg(const std::string& dot, std::string& problem) {
   const std::filesystem::path dir = dir_template;
   std::string svg;
   std::ofstream(dir / "tree.dot") << dot;
-  const int status = os::run_program({"dot", "-Tsvg", (dir / "tree.dot").string(), "-o", (dir / "tree.svg").string()}, 60s);
+  const int status =
+      os::run_program({"dot", "-Tsvg", (dir / "tree.dot").string(), "-o", (dir / "tree.svg").string()}, 60s);
   if (status == 0) {
     std::ifstream in(dir / "tree.svg");
     svg.assign(std::istreambuf_iterator<char>(in), {});

@@ -4,11 +4,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <string_view>
 
 #include "os/scoped_fd.h"
@@ -205,8 +205,8 @@ std::optional<std::vector<Mapping>> parse_maps(std::string_view text) {
     unsigned long long start = 0, stop = 0, offset = 0, inode = 0;
     int path_at = 0;
     // NOLINTNEXTLINE(cert-err34-c): the count of conversions is checked; a line short of it is skipped.
-    if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %*s %llu %n", &start, &stop, perms, &offset, &inode,
-                    &path_at) < 5) {
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %*s %llu %n", &start, &stop, perms, &offset, &inode, &path_at) <
+        5) {
       continue;  // not a mapping line: skipped, never guessed
     }
     m.start = start;

@@ -18,8 +18,8 @@ namespace parastack::os {
 std::optional<std::string> read_text_file(const std::string& path);
 
 struct ProcStat {
-  std::string comm;             // may contain spaces and parentheses
-  char state = '?';             // R, S, D, T (stopped), t (tracing stop), Z (zombie), X
+  std::string comm;  // may contain spaces and parentheses
+  char state = '?';  // R, S, D, T (stopped), t (tracing stop), Z (zombie), X
   Pid parent;
   std::uint64_t start_ticks = 0;  // start time since boot, in clock ticks: with the pid, a
                                   // process identity that survives pid reuse

@@ -10,10 +10,13 @@ namespace parastack::os {
 
 PtraceStatus status_from_errno(int error) {
   switch (error) {
-    case ESRCH: return PtraceStatus::Gone;
+    case ESRCH:
+      return PtraceStatus::Gone;
     case EPERM:
-    case EACCES: return PtraceStatus::Denied;
-    default: return PtraceStatus::Failed;
+    case EACCES:
+      return PtraceStatus::Denied;
+    default:
+      return PtraceStatus::Failed;
   }
 }
 
@@ -29,10 +32,14 @@ PtraceStatus call(__ptrace_request request, Tid tid, void* address, void* data) 
 
 const char* to_string(PtraceStatus status) {
   switch (status) {
-    case PtraceStatus::Ok: return "ok";
-    case PtraceStatus::Gone: return "exited";
-    case PtraceStatus::Denied: return "permission denied";
-    case PtraceStatus::Failed: return "ptrace failed";
+    case PtraceStatus::Ok:
+      return "ok";
+    case PtraceStatus::Gone:
+      return "exited";
+    case PtraceStatus::Denied:
+      return "permission denied";
+    case PtraceStatus::Failed:
+      return "ptrace failed";
   }
   return "?";
 }
@@ -41,9 +48,7 @@ PtraceStatus ptrace_seize(Tid tid) { return call(PTRACE_SEIZE, tid, nullptr, nul
 
 PtraceStatus ptrace_interrupt(Tid tid) { return call(PTRACE_INTERRUPT, tid, nullptr, nullptr); }
 
-PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs) {
-  return call(PTRACE_GETREGS, tid, nullptr, &regs);
-}
+PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs) { return call(PTRACE_GETREGS, tid, nullptr, &regs); }
 
 PtraceStatus ptrace_detach(Tid tid, int signal) {
   return call(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
@@ -63,8 +68,7 @@ StopReport wait_for_stop(Tid tid) {
   const int event = status >> 16;
   if (event == PTRACE_EVENT_STOP) {
     // Under PTRACE_SEIZE a group-stop also reports PTRACE_EVENT_STOP, with the stopping signal.
-    const bool group_stop =
-        signal == SIGSTOP || signal == SIGTSTP || signal == SIGTTIN || signal == SIGTTOU;
+    const bool group_stop = signal == SIGSTOP || signal == SIGTSTP || signal == SIGTTIN || signal == SIGTTOU;
     return {group_stop ? StopKind::GroupStop : StopKind::Interrupted, 0};
   }
   return {StopKind::SignalDelivery, signal};

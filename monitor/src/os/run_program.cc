@@ -61,7 +61,8 @@ int run_program(const std::vector<std::string>& argv, std::chrono::seconds limit
     output->clear();
     char buffer[4096];
     ::lseek(out.get(), 0, SEEK_SET);
-    for (ssize_t n; (n = ::read(out.get(), buffer, sizeof buffer)) > 0;) output->append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(out.get(), buffer, sizeof buffer)) > 0;)
+      output->append(buffer, static_cast<std::size_t>(n));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

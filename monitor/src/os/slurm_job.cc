@@ -52,8 +52,8 @@ bool slurm_set_comment(const std::string& job_id, const std::string& comment, st
 bool slurm_cancel(const std::string& job_id) { return run_program({"scancel", job_id}, 60s) == 0; }
 
 bool send_mail(const std::string& to, const std::string& subject, const std::string& body) {
-  const std::string message = "To: " + to + "\nSubject: " + subject +
-                              "\nContent-Type: text/plain; charset=utf-8\n\n" + body;
+  const std::string message =
+      "To: " + to + "\nSubject: " + subject + "\nContent-Type: text/plain; charset=utf-8\n\n" + body;
   return run_program({sendmail_program(), "-t", "-oi"}, 60s, message) == 0;
 }
 

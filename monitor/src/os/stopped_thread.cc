@@ -32,11 +32,16 @@ StopFailure explain_denied(Pid pid) {
 
 const char* to_string(StopFailure failure) {
   switch (failure) {
-    case StopFailure::Exited: return "exited";
-    case StopFailure::Zombie: return "zombie";
-    case StopFailure::Denied: return "permission denied";
-    case StopFailure::AlreadyTraced: return "already traced by a debugger";
-    case StopFailure::Failed: return "could not stop";
+    case StopFailure::Exited:
+      return "exited";
+    case StopFailure::Zombie:
+      return "zombie";
+    case StopFailure::Denied:
+      return "permission denied";
+    case StopFailure::AlreadyTraced:
+      return "already traced by a debugger";
+    case StopFailure::Failed:
+      return "could not stop";
   }
   return "?";
 }
@@ -50,14 +55,17 @@ TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK,
 
 std::variant<StoppedThread, StopFailure> StoppedThread::stop(Pid pid, Tid tid) {
   switch (ptrace_seize(tid)) {
-    case PtraceStatus::Ok: break;
-    case PtraceStatus::Gone: return StopFailure::Exited;
+    case PtraceStatus::Ok:
+      break;
+    case PtraceStatus::Gone:
+      return StopFailure::Exited;
     case PtraceStatus::Denied: {
       auto stat = read_thread_stat(pid, tid);
       if (stat && stat->state == 'Z') return StopFailure::Zombie;
       return explain_denied(pid);
     }
-    case PtraceStatus::Failed: return StopFailure::Failed;
+    case PtraceStatus::Failed:
+      return StopFailure::Failed;
   }
   // From here on we are attached: every path detaches.
   if (ptrace_interrupt(tid) != PtraceStatus::Ok) {
@@ -66,9 +74,12 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(Pid pid, Tid tid) {
   }
   const StopReport report = wait_for_stop(tid);
   switch (report.kind) {
-    case StopKind::Interrupted: return StoppedThread(tid, 0, false);
-    case StopKind::GroupStop: return StoppedThread(tid, 0, true);
-    case StopKind::SignalDelivery: return StoppedThread(tid, report.signal, false);
+    case StopKind::Interrupted:
+      return StoppedThread(tid, 0, false);
+    case StopKind::GroupStop:
+      return StoppedThread(tid, 0, true);
+    case StopKind::SignalDelivery:
+      return StoppedThread(tid, report.signal, false);
     case StopKind::Exited:
     case StopKind::Gone:
       ptrace_detach(tid, 0);  // harmless if it is gone; required if it is a zombie still traced

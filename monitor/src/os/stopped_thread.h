@@ -16,11 +16,11 @@ namespace parastack::os {
 
 // Why a thread could not be stopped: a value for the sample, never an exception.
 enum class StopFailure {
-  Exited,        // gone before or during the stop
-  Zombie,        // exited, not yet reaped
-  Denied,        // another user's process, or no ptrace permission
-  AlreadyTraced, // a debugger (or another monitor) is attached
-  Failed,        // anything else
+  Exited,         // gone before or during the stop
+  Zombie,         // exited, not yet reaped
+  Denied,         // another user's process, or no ptrace permission
+  AlreadyTraced,  // a debugger (or another monitor) is attached
+  Failed,         // anything else
 };
 const char* to_string(StopFailure failure);
 

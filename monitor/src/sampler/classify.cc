@@ -20,8 +20,7 @@ Classification classify_by_address(std::span<const std::uint64_t> frames, bool c
 }
 
 bool is_mpi_name(std::string_view name) {
-  return name.starts_with("MPI_") || name.starts_with("PMPI_") || name.starts_with("mpi_") ||
-         name.starts_with("pmpi_");
+  return name.starts_with("MPI_") || name.starts_with("PMPI_") || name.starts_with("mpi_") || name.starts_with("pmpi_");
 }
 
 stats::RankState classify_by_name(std::span<const std::string_view> names, bool complete) {

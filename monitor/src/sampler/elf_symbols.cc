@@ -73,8 +73,7 @@ std::vector<std::uint64_t> unwind_table_starts(const MappedFile& file, const Elf
 std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
   MappedFile file(path);
   const auto* header = file.at<Elf64_Ehdr>(0);
-  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
-      header->e_ident[EI_CLASS] != ELFCLASS64) {
+  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_ident[EI_CLASS] != ELFCLASS64) {
     return nullptr;
   }
   auto symbols = std::make_shared<ElfSymbols>();
@@ -102,8 +101,7 @@ std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
     for (std::uint64_t s = 0; s < count; ++s) {
       const Elf64_Sym& sym = entries[s];
       if (sym.st_name >= strings.sh_size || sym.st_shndx == SHN_UNDEF) continue;
-      const std::string_view name(names + sym.st_name,
-                                  strnlen(names + sym.st_name, strings.sh_size - sym.st_name));
+      const std::string_view name(names + sym.st_name, strnlen(names + sym.st_name, strings.sh_size - sym.st_name));
       if (name.empty()) continue;
       if (dynamic) symbols->defined_.emplace_back(std::string(name), sym.st_value);
       // Functions from .symtab when there is one (it is a superset), else from .dynsym.
@@ -160,8 +158,7 @@ std::optional<std::uint64_t> ElfSymbols::address_of(std::string_view name) const
   return it->second;
 }
 
-std::uint64_t ElfSymbols::to_vaddr(std::uint64_t address, std::uint64_t map_start,
-                                   std::uint64_t map_offset) const {
+std::uint64_t ElfSymbols::to_vaddr(std::uint64_t address, std::uint64_t map_start, std::uint64_t map_offset) const {
   if (fixed_address_) return address;
   const std::uint64_t file_offset = address - map_start + map_offset;
   // The PT_LOAD segment holding this file offset gives the offset-to-vaddr shift.

@@ -45,11 +45,11 @@ class ElfSymbols {
   };
   const Symbol* symbol_at(std::uint64_t vaddr) const;
 
-  std::vector<Symbol> functions_;  // sorted by start; MPI_ names first among equal starts
+  std::vector<Symbol> functions_;                               // sorted by start; MPI_ names first among equal starts
   std::vector<std::pair<std::string, std::uint64_t>> defined_;  // sorted by name
   std::vector<Segment> loads_;
   std::vector<std::uint64_t> unwind_starts_;  // sorted, from .eh_frame_hdr
-  bool fixed_address_ = false;     // ET_EXEC: addresses are absolute
+  bool fixed_address_ = false;                // ET_EXEC: addresses are absolute
 };
 
 }  // namespace parastack::sampler

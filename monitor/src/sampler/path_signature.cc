@@ -42,10 +42,9 @@ bool is_startup_or_shutdown(std::string_view mpi_function) {
   return std::find(kStartupOrShutdown.begin(), kStartupOrShutdown.end(), name) != kStartupOrShutdown.end();
 }
 
-std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
-                             const Classification& classification, std::string_view mpi_function,
-                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime,
-                             const RuntimeCode& in_mpi_wrapper) {
+std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
+                             std::string_view mpi_function, const FunctionIdentity& function_of,
+                             const RuntimeCode& in_runtime, const RuntimeCode& in_mpi_wrapper) {
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
@@ -54,8 +53,7 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
       // A partial stack of a computing rank could be the same partial stack of different paths.
       if (!complete) return 0;
       if (in_runtime) {
-        while (innermost + 1 < frames.size() &&
-               in_runtime(innermost == 0 ? frames[0] : frames[innermost] - 1)) {
+        while (innermost + 1 < frames.size() && in_runtime(innermost == 0 ? frames[0] : frames[innermost] - 1)) {
           ++innermost;
         }
       }

@@ -38,10 +38,9 @@ using RuntimeCode = std::function<bool(std::uint64_t address)>;
 // called them, whether a sample finds it in the call or between calls. Likewise a rank in MPI is
 // at the application's call, not in a PMPI wrapper's (`in_mpi_wrapper`: a profiler's or a fault
 // injector's MPI_Test around the library's): wrapped and unwrapped calls of one loop are one place.
-std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete,
-                             const Classification& classification, std::string_view mpi_function,
-                             const FunctionIdentity& function_of, const RuntimeCode& in_runtime = {},
-                             const RuntimeCode& in_mpi_wrapper = {});
+std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
+                             std::string_view mpi_function, const FunctionIdentity& function_of,
+                             const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {});
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

@@ -141,8 +141,8 @@ bool ProcessImage::in_c_runtime(std::uint64_t address) const {
   if (!m) return false;
   const std::string_view path = m->path;
   const std::string_view name = path.substr(path.rfind('/') + 1);
-  for (std::string_view runtime : {"libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt",
-                                   "libgcc_s", "ld-linux"}) {
+  for (std::string_view runtime :
+       {"libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt", "libgcc_s", "ld-linux"}) {
     if (name.starts_with(runtime)) return true;
   }
   return false;

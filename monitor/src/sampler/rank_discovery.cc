@@ -96,8 +96,8 @@ std::vector<std::string> open_mpi_launches(os::Pid launcher) {
 
 bool is_launcher_or_daemon(const std::string& command) {
   static const std::set<std::string> kNotRanks{
-      "mpirun", "mpiexec", "orterun", "orted", "prted", "prterun", "prte", "srun", "slurmstepd",
-      "slurmd", "hydra_pmi_proxy", "mpiexec.hydra", "pmi_proxy", "pbs_mom", "pbsdsh", "sshd"};
+      "mpirun",     "mpiexec", "orterun",         "orted",         "prted",     "prterun", "prte",   "srun",
+      "slurmstepd", "slurmd",  "hydra_pmi_proxy", "mpiexec.hydra", "pmi_proxy", "pbs_mom", "pbsdsh", "sshd"};
   return kNotRanks.contains(command) || command.starts_with("parastack");
 }
 
@@ -151,8 +151,8 @@ bool in_selected_job(const JobSelector& selector, bool descendant,
     case JobSelector::Kind::Launcher: {
       if (descendant) return true;
       const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
-      return uri && std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) !=
-                        selector.launches.end();
+      return uri &&
+             std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) != selector.launches.end();
     }
     case JobSelector::Kind::Slurm: {
       const auto* job = find(env, "SLURM_JOB_ID");
@@ -175,8 +175,8 @@ std::vector<DiscoveredRank> without_forked_children(std::map<pid_t, DiscoveredRa
   for (auto& [pid_value, rank] : candidates) {
     const auto parent_link = parent_of.find(pid_value);
     const auto parent = parent_link == parent_of.end() ? candidates.end() : candidates.find(parent_link->second);
-    const bool forked = parent != candidates.end() && parent->second.rank == rank.rank &&
-                        parent->second.instance == rank.instance;
+    const bool forked =
+        parent != candidates.end() && parent->second.rank == rank.rank && parent->second.instance == rank.instance;
     if (!forked) ranks.push_back(rank);
   }
   std::sort(ranks.begin(), ranks.end(),

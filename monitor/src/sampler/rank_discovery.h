@@ -27,7 +27,7 @@ struct JobSelector {
 
 struct DiscoveredRank {
   int rank = -1;
-  int world_size = 0;    // 0 when the environment does not say
+  int world_size = 0;  // 0 when the environment does not say
   os::Pid pid;
   std::size_t threads = 0;
   std::string host;

@@ -35,8 +35,7 @@ struct UnwindContext {
 };
 thread_local const UnwindContext* current_unwind = nullptr;
 
-int copy_find_proc_info(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t* info,
-                        int need_unwind_info, void*) {
+int copy_find_proc_info(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t* info, int need_unwind_info, void*) {
   return _UPT_find_proc_info(space, ip, info, need_unwind_info, current_unwind->upt);
 }
 
@@ -63,31 +62,64 @@ int copy_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* value, int w
   if (write) return -UNW_EINVAL;
   const user_regs_struct& r = current_unwind->capture->regs;
   switch (reg) {
-    case UNW_X86_64_RAX: *value = r.rax; break;
-    case UNW_X86_64_RDX: *value = r.rdx; break;
-    case UNW_X86_64_RCX: *value = r.rcx; break;
-    case UNW_X86_64_RBX: *value = r.rbx; break;
-    case UNW_X86_64_RSI: *value = r.rsi; break;
-    case UNW_X86_64_RDI: *value = r.rdi; break;
-    case UNW_X86_64_RBP: *value = r.rbp; break;
-    case UNW_X86_64_RSP: *value = r.rsp; break;
-    case UNW_X86_64_R8: *value = r.r8; break;
-    case UNW_X86_64_R9: *value = r.r9; break;
-    case UNW_X86_64_R10: *value = r.r10; break;
-    case UNW_X86_64_R11: *value = r.r11; break;
-    case UNW_X86_64_R12: *value = r.r12; break;
-    case UNW_X86_64_R13: *value = r.r13; break;
-    case UNW_X86_64_R14: *value = r.r14; break;
-    case UNW_X86_64_R15: *value = r.r15; break;
-    case UNW_X86_64_RIP: *value = r.rip; break;
-    default: return -UNW_EBADREG;
+    case UNW_X86_64_RAX:
+      *value = r.rax;
+      break;
+    case UNW_X86_64_RDX:
+      *value = r.rdx;
+      break;
+    case UNW_X86_64_RCX:
+      *value = r.rcx;
+      break;
+    case UNW_X86_64_RBX:
+      *value = r.rbx;
+      break;
+    case UNW_X86_64_RSI:
+      *value = r.rsi;
+      break;
+    case UNW_X86_64_RDI:
+      *value = r.rdi;
+      break;
+    case UNW_X86_64_RBP:
+      *value = r.rbp;
+      break;
+    case UNW_X86_64_RSP:
+      *value = r.rsp;
+      break;
+    case UNW_X86_64_R8:
+      *value = r.r8;
+      break;
+    case UNW_X86_64_R9:
+      *value = r.r9;
+      break;
+    case UNW_X86_64_R10:
+      *value = r.r10;
+      break;
+    case UNW_X86_64_R11:
+      *value = r.r11;
+      break;
+    case UNW_X86_64_R12:
+      *value = r.r12;
+      break;
+    case UNW_X86_64_R13:
+      *value = r.r13;
+      break;
+    case UNW_X86_64_R14:
+      *value = r.r14;
+      break;
+    case UNW_X86_64_R15:
+      *value = r.r15;
+      break;
+    case UNW_X86_64_RIP:
+      *value = r.rip;
+      break;
+    default:
+      return -UNW_EBADREG;
   }
   return 0;
 }
 
-int copy_access_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) {
-  return -UNW_EBADREG;
-}
+int copy_access_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
 
 int copy_resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
 
@@ -194,9 +226,9 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
 
 }  // namespace
 
-unw_accessors_t copy_accessors = {copy_find_proc_info,  copy_put_unwind_info, copy_get_dyn_info_list_addr,
-                                  copy_access_mem,      copy_access_reg,      copy_access_fpreg,
-                                  copy_resume,          copy_get_proc_name};
+unw_accessors_t copy_accessors = {copy_find_proc_info, copy_put_unwind_info, copy_get_dyn_info_list_addr,
+                                  copy_access_mem,     copy_access_reg,      copy_access_fpreg,
+                                  copy_resume,         copy_get_proc_name};
 
 std::string RankSample::describe() const {
   if (failure) return os::to_string(*failure);
@@ -288,11 +320,11 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
   if (!guessed_frames) {
     // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
     ProcessImage* in = &image;
-    sample.path = path_signature(unwound.frames, unwound.complete, {sample.state, decision.entry_frame},
-                                 sample.mpi_function,
-                                 [in](std::uint64_t address) { return in->function_start(address); },
-                                 [in](std::uint64_t address) { return in->in_c_runtime(address); },
-                                 [in](std::uint64_t address) { return in->in_mpi_wrapper(address); });
+    sample.path = path_signature(
+        unwound.frames, unwound.complete, {sample.state, decision.entry_frame}, sample.mpi_function,
+        [in](std::uint64_t address) { return in->function_start(address); },
+        [in](std::uint64_t address) { return in->in_c_runtime(address); },
+        [in](std::uint64_t address) { return in->in_mpi_wrapper(address); });
   }
   if (!options.frames) return;
   for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
@@ -322,8 +354,8 @@ RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
   sample.mpi_library_found = image->has_mpi();
   if (!sample.mpi_library_found) sample.note = "no MPI library mapped";
   sample.thread_multiple = image->thread_multiple();
-  const bool any_thread = options.threads == ThreadRule::AnyThread ||
-                          (options.threads == ThreadRule::Auto && sample.thread_multiple);
+  const bool any_thread =
+      options.threads == ThreadRule::AnyThread || (options.threads == ThreadRule::Auto && sample.thread_multiple);
   const std::vector<os::Tid> threads = any_thread ? os::list_threads(pid) : std::vector<os::Tid>{os::main_thread(pid)};
 
   const Deciding deciding = sample_threads(*image, pid, threads, options, sample);

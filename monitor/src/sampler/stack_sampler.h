@@ -23,8 +23,8 @@
 
 #include "os/ids.h"
 #include "os/stopped_thread.h"
-#include "sampler/sampled_frame.h"
 #include "parastack/stats/verification.h"
+#include "sampler/sampled_frame.h"
 
 namespace parastack::sampler {
 
@@ -45,8 +45,8 @@ enum class ThreadRule {
 struct SampleOptions {
   SamplePath path = SamplePath::Fast;
   ThreadRule threads = ThreadRule::Auto;
-  bool frames = false;                 // also return the deciding thread's named frames
-  std::size_t stack_bytes = 32 * 1024; // copied from the stack pointer up
+  bool frames = false;                  // also return the deciding thread's named frames
+  std::size_t stack_bytes = 32 * 1024;  // copied from the stack pointer up
 };
 
 struct RankSample {
@@ -56,12 +56,12 @@ struct RankSample {
   std::string note;                        // why Unknown, or anything unusual
   std::string mpi_function;                // the MPI call the application made (when IN_MPI)
   std::uint64_t path = 0;                  // call-path signature (path_signature.h); 0: unknown
-  std::vector<SampledFrame> frames;               // with SampleOptions::frames
+  std::vector<SampledFrame> frames;        // with SampleOptions::frames
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;
   bool thread_multiple = false;
-  std::chrono::nanoseconds stopped{0};     // how long the target was stopped, all threads
-  std::chrono::nanoseconds monitor_cpu{0}; // the monitor's CPU time for this sample
+  std::chrono::nanoseconds stopped{0};      // how long the target was stopped, all threads
+  std::chrono::nanoseconds monitor_cpu{0};  // the monitor's CPU time for this sample
 
   // "IN_MPI", "OUT_MPI", or the failure / unknown reason.
   std::string describe() const;

@@ -44,7 +44,6 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
                       "call paths have not shown movement yet";
 }
 
-
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
@@ -207,7 +206,8 @@ std::string describe_action(const LeaderOptions& options, const JobControl& job,
              (hosts.size() > 1 ? " on its host" : "") + "); resume them with kill -CONT" + pids +
              ", or end the job with " + job.end_hint;
     }
-    case Action::Report: return "reported; the job was left running and is still watched";
+    case Action::Report:
+      return "reported; the job was left running and is still watched";
   }
   return "?";
 }
@@ -226,8 +226,11 @@ bool act_on_hang(const LeaderOptions& options, JobControl& job, network::Cluster
       log.info("job terminated{}", killed ? " (" + std::to_string(killed) + " process(es) needed SIGKILL)" : "");
       return true;
     }
-    case Action::Stop: log.info("{}", report.action_taken); return true;
-    case Action::Report: return false;
+    case Action::Stop:
+      log.info("{}", report.action_taken);
+      return true;
+    case Action::Report:
+      return false;
   }
   return false;
 }
@@ -280,9 +283,10 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     // Said once: without a model nothing can be detected, and the user should know why.
     if (!progress->ready_logged && !progress->unbuilt_warned && d.observation.t > kUnbuiltWarning) {
       progress->unbuilt_warned = true;
-      log.warn("no model after {:.0f} s (I = {} s): the sampled ranks' states do not vary randomly (for "
-               "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
-               d.observation.t, d.interval);
+      log.warn(
+          "no model after {:.0f} s (I = {} s): the sampled ranks' states do not vary randomly (for "
+          "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
+          d.observation.t, d.interval);
     }
     log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
               d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
@@ -297,7 +301,8 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
                alarm.evidence);
     } else {
-      log.warn("alarm at t={:.1f} s: no progress on any sampled rank; checking all ranks", alarm.decision.observation.t);
+      log.warn("alarm at t={:.1f} s: no progress on any sampled rank; checking all ranks",
+               alarm.decision.observation.t);
     }
   };
   return hooks;

@@ -19,7 +19,7 @@ namespace parastack::watch {
 struct LeaderOptions {
   stats::WatchdogConfig watchdog;
   Action action = Action::Kill;
-  double grace = 10;            // seconds between SIGTERM and SIGKILL
+  double grace = 10;  // seconds between SIGTERM and SIGKILL
   // No rank seen this long after the start: give up (Outcome::NoRanks). Unset: wait for ever.
   std::optional<double> startup_timeout;
   // After a program ends and no other appears for this long, the job is over (unset: only when
@@ -41,7 +41,7 @@ struct JobControl {
   // Ends the job (SIGTERM, `grace` seconds, SIGKILL); the count of processes that needed SIGKILL.
   std::function<int(double grace)> terminate;
   std::string terminate_how;  // the report's words for it; empty: SIGTERM, grace, SIGKILL
-  std::string end_hint;  // action stop: how a user ends the stopped job ("kill 1234")
+  std::string end_hint;       // action stop: how a user ends the stopped job ("kill 1234")
   // Called once a hang's report is written, before the action: tell people (mail, job comment).
   std::function<void(const RunReport&)> notify;
 };

@@ -9,11 +9,9 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& file, const std::
                                             const std::string& prefix) {
   std::shared_ptr<spdlog::logger> logger;
   if (file.empty()) {
-    logger = std::make_shared<spdlog::logger>("parastack",
-                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger = std::make_shared<spdlog::logger>("parastack", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   } else {
-    logger = std::make_shared<spdlog::logger>(
-        "parastack", std::make_shared<spdlog::sinks::basic_file_sink_mt>(file));
+    logger = std::make_shared<spdlog::logger>("parastack", std::make_shared<spdlog::sinks::basic_file_sink_mt>(file));
   }
   logger->set_pattern(prefix + " %H:%M:%S.%e %l: %v");
   logger->set_level(spdlog::level::from_str(level));

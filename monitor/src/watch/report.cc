@@ -17,8 +17,7 @@ std::string format_time(double unix_seconds) {
   char buffer[64];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", &tm);
   char with_ms[80];
-  std::snprintf(with_ms, sizeof with_ms, "%s.%03d", buffer,
-                static_cast<int>(std::fmod(unix_seconds, 1.0) * 1000));
+  std::snprintf(with_ms, sizeof with_ms, "%s.%03d", buffer, static_cast<int>(std::fmod(unix_seconds, 1.0) * 1000));
   return with_ms;
 }
 
@@ -38,9 +37,12 @@ std::string join(const std::vector<std::string>& words) {
 
 std::string_view to_string(Action action) {
   switch (action) {
-    case Action::Kill: return "kill";
-    case Action::Report: return "report";
-    case Action::Stop: return "stop";
+    case Action::Kill:
+      return "kill";
+    case Action::Report:
+      return "report";
+    case Action::Stop:
+      return "stop";
   }
   return "?";
 }
@@ -54,10 +56,14 @@ std::optional<Action> action_from_string(std::string_view word) {
 
 std::string_view to_string(JobVerdict verdict) {
   switch (verdict) {
-    case JobVerdict::Undecided: return "";
-    case JobVerdict::Completed: return "completed";
-    case JobVerdict::Hang: return "hang";
-    case JobVerdict::MonitoringLost: return "monitoring lost";
+    case JobVerdict::Undecided:
+      return "";
+    case JobVerdict::Completed:
+      return "completed";
+    case JobVerdict::Hang:
+      return "hang";
+    case JobVerdict::MonitoringLost:
+      return "monitoring lost";
   }
   return "?";
 }
@@ -116,10 +122,14 @@ nlohmann::json to_json(const RunReport& r) {
     out["hang_type"] = r.finding->computation_error() ? "computation" : "communication";
     evidence["kind"] = std::string(stats::to_string(d.evidence));
     const auto& st = d.stasis;
-    evidence["stasis_run"] = {{"observations", st.streak},       {"since", st.streak_onset},
-                              {"first_bound", st.first_bound},   {"continue_bound", st.continue_bound},
-                              {"bound", st.streak_bound},        {"pairs", st.pairs},
-                              {"early_observations", st.early_streak}, {"early_since", st.early_onset},
+    evidence["stasis_run"] = {{"observations", st.streak},
+                              {"since", st.streak_onset},
+                              {"first_bound", st.first_bound},
+                              {"continue_bound", st.continue_bound},
+                              {"bound", st.streak_bound},
+                              {"pairs", st.pairs},
+                              {"early_observations", st.early_streak},
+                              {"early_since", st.early_onset},
                               {"early_needed", st.early_needed}};
     out["faulty_ranks"] = r.faulty_ranks;
     out["detected_at"] = r.detected_at;
@@ -179,8 +189,7 @@ std::string to_text(const RunReport& r) {
   if (r.verdict == JobVerdict::Hang && r.finding) {
     out << "verdict:   HANG (" << (r.finding->computation_error() ? "computation error" : "communication error")
         << ")\n";
-    out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate)
-        << "\n";
+    out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate) << "\n";
     if (r.finding->computation_error()) {
       out << "faulty:    rank" << (r.faulty_ranks.size() > 1 ? "s " : " ") << ranks_text(r.faulty_ranks)
           << ": outside MPI in every one of " << r.finding->checks.size()
@@ -192,15 +201,15 @@ std::string to_text(const RunReport& r) {
     const auto& st = d.stasis;
     switch (d.evidence) {
       case stats::Evidence::EarlyStasis:
-        out << "evidence:  no sampled rank moved for " << d.observation.t - st.early_onset << " s ("
-            << st.early_streak << " observations; ranks busy-waiting in a polling loop left aside), at most a "
+        out << "evidence:  no sampled rank moved for " << d.observation.t - st.early_onset << " s (" << st.early_streak
+            << " observations; ranks busy-waiting in a polling loop left aside), at most a "
             << "quarter outside MPI; "
             << "the model-free stasis rule needs " << st.early_needed << " s of that\n";
         break;
       case stats::Evidence::Stasis:
         out << "evidence:  " << st.streak << " consecutive observations in which no sampled rank moved; "
-            << "healthy, this job does that with probability <= " << st.first_bound << " x " << st.continue_bound
-            << "^" << (st.streak - 1) << " = " << st.streak_bound << " (from " << st.pairs
+            << "healthy, this job does that with probability <= " << st.first_bound << " x " << st.continue_bound << "^"
+            << (st.streak - 1) << " = " << st.streak_bound << " (from " << st.pairs
             << " healthy observation pairs), below the test's alpha\n";
         break;
       default:
@@ -243,8 +252,7 @@ std::string to_text(const RunReport& r) {
     }
   }
   if (r.stacks) {
-    out << "\nmerged stacks of all ranks (call-graph prefix tree; [ranks] on each call path):\n"
-        << r.stacks->text;
+    out << "\nmerged stacks of all ranks (call-graph prefix tree; [ranks] on each call path):\n" << r.stacks->text;
   }
   return out.str();
 }

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "parastack/stats/watchdog.h"
 #include "node/node_worker.h"
 #include "node/stack_views.h"
+#include "parastack/stats/watchdog.h"
 
 namespace parastack::watch {
 
@@ -31,11 +31,11 @@ std::string_view to_string(JobVerdict verdict);
 // some test could fire there, the S model (built), the stasis model (bounds estimated) or the
 // model-free stasis rule (the job has shown that its call paths move).
 struct Coverage {
-  double found_at = 0;                 // seconds after parastack started, when the ranks were found
-  std::optional<double> stasis_since;  // seconds after the ranks were found: first stasis test possible
-  std::optional<double> model_since;   // ... the S model built
+  double found_at = 0;                                // seconds after parastack started, when the ranks were found
+  std::optional<double> stasis_since;                 // seconds after the ranks were found: first stasis test possible
+  std::optional<double> model_since;                  // ... the S model built
   double watched_seconds = 0, unwatched_seconds = 0;  // between samples, after the ranks were found
-  std::string why_unwatched;           // the latest reason, in words (empty when always watched)
+  std::string why_unwatched;                          // the latest reason, in words (empty when always watched)
   bool ever_watched() const { return stasis_since || model_since; }
 };
 
@@ -53,7 +53,7 @@ struct RunReport {
   Action action = Action::Kill;
   std::string action_taken;  // what was done, in words
   std::optional<stats::HangFinding> finding;
-  std::vector<int> faulty_ranks;  // MPI ranks (the finding's are indices into the rank table)
+  std::vector<int> faulty_ranks;               // MPI ranks (the finding's are indices into the rank table)
   double detected_at = 0, onset_estimate = 0;  // Unix seconds
   // The model's evidence.
   stats::WatchdogConfig config;

@@ -8,22 +8,21 @@
 namespace parastack::watch {
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
-Session::Session(const WatchOptions& options, std::string host, std::vector<std::string> command,
-                 int launcher_pid, spdlog::logger& log)
+Session::Session(const WatchOptions& options, std::string host, std::vector<std::string> command, int launcher_pid,
+                 spdlog::logger& log)
     : log_(log) {
   const std::string path =
       options.report.empty() ? "parastack-" + host + "-" + std::to_string(::getpid()) + ".json" : options.report;
   leading_.paths = report_paths(path);
   if (auto problem = report_path_problem(leading_.paths.json)) {
-    log_.error("the report cannot be written to {} ({}); the job runs and is watched, and a report will go to "
-               "this log",
-               leading_.paths.json, *problem);
+    log_.error(
+        "the report cannot be written to {} ({}); the job runs and is watched, and a report will go to "
+        "this log",
+        leading_.paths.json, *problem);
   }
   leading_.watchdog = options.watchdog;
   leading_.action = options.action;

@@ -23,7 +23,7 @@ namespace parastack::watch {
 struct WatchOptions {
   stats::WatchdogConfig watchdog;
   Action action = Action::Kill;
-  std::string report;  // the JSON report's path; empty: parastack-HOST-PID.json here
+  std::string report;    // the JSON report's path; empty: parastack-HOST-PID.json here
   std::string log_file;  // empty: stderr
   std::string log_level = "info";
   double grace = 10;       // seconds between SIGTERM and SIGKILL

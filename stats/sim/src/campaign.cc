@@ -25,17 +25,15 @@ struct PlannedJob {
   Fault fault;
 };
 
-std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes,
-                                  const CampaignConfig& config) {
+std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes, const CampaignConfig& config) {
   std::vector<PlannedJob> jobs;
   for (int s = 0; s < static_cast<int>(shapes.size()); ++s) {
     SplitMix rng(mix64(config.seed) ^ mix64(static_cast<std::uint64_t>(s) + 1));
     double planned = 0;
     while (planned < config.healthy_hours_per_shape * 3600) {
-      const double hours = config.min_job_hours *
-          std::exp(rng.uniform() * std::log(config.max_job_hours / config.min_job_hours));
-      const double seconds =
-          std::min(hours * 3600, config.healthy_hours_per_shape * 3600 - planned + 1);
+      const double hours =
+          config.min_job_hours * std::exp(rng.uniform() * std::log(config.max_job_hours / config.min_job_hours));
+      const double seconds = std::min(hours * 3600, config.healthy_hours_per_shape * 3600 - planned + 1);
       jobs.push_back({s, rng.next(), std::max(seconds, 60.0), Fault{}});
       planned += jobs.back().duration;
     }
@@ -50,8 +48,7 @@ std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes,
         const int count = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(config.max_faulty_ranks)));
         while (static_cast<int>(fault.faulty_ranks.size()) < std::min(count, shapes[s].ranks)) {
           const int r = static_cast<int>(rng.below(static_cast<std::uint64_t>(shapes[s].ranks)));
-          if (std::find(fault.faulty_ranks.begin(), fault.faulty_ranks.end(), r) ==
-              fault.faulty_ranks.end()) {
+          if (std::find(fault.faulty_ranks.begin(), fault.faulty_ranks.end(), r) == fault.faulty_ranks.end()) {
             fault.faulty_ranks.push_back(r);
           }
         }
@@ -118,9 +115,8 @@ stats::WatchdogConfig watchdog_config(const CampaignConfig& config) {
   return watchdog;
 }
 
-JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config,
-                     std::uint64_t job_seed, double duration_seconds, Fault fault,
-                     std::vector<stats::Observation>* trace) {
+JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config, std::uint64_t job_seed,
+                     double duration_seconds, Fault fault, std::vector<stats::Observation>* trace) {
   JobOutcome outcome;
   outcome.shape = shape_index;
   outcome.fault = fault.kind;
@@ -168,7 +164,8 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
         hits += std::find(reported.begin(), reported.end(), f) != reported.end() ? 1 : 0;
       }
       outcome.faulty_found = hits == static_cast<int>(fault.faulty_ranks.size());
-      outcome.faulty_precision = reported.empty() ? 0 : static_cast<double>(hits) / static_cast<double>(reported.size());
+      outcome.faulty_precision =
+          reported.empty() ? 0 : static_cast<double>(hits) / static_cast<double>(reported.size());
     }
   }
   const double t = finding ? finding->decision.observation.t : probe.now();
@@ -179,21 +176,19 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
 
 }  // namespace
 
-JobOutcome run_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config,
-                   std::uint64_t job_seed, double duration_seconds, Fault fault) {
+JobOutcome run_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config, std::uint64_t job_seed,
+                   double duration_seconds, Fault fault) {
   return watch_job(shape, shape_index, config, job_seed, duration_seconds, std::move(fault), nullptr);
 }
 
 std::vector<stats::Observation> record_trace(const WorkloadShape& shape, const CampaignConfig& config,
-                                             std::uint64_t job_seed, double duration_seconds,
-                                             Fault fault) {
+                                             std::uint64_t job_seed, double duration_seconds, Fault fault) {
   std::vector<stats::Observation> trace;
   watch_job(shape, 0, config, job_seed, duration_seconds, std::move(fault), &trace);
   return trace;
 }
 
-std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
-                                       const CampaignConfig& config) {
+std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes, const CampaignConfig& config) {
   const auto jobs = plan_jobs(shapes, config);
   std::vector<JobOutcome> outcomes(jobs.size());
   std::atomic<std::size_t> next{0};
@@ -203,8 +198,8 @@ std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
       outcomes[i] = run_job(shapes[job.shape], job.shape, config, job.seed, job.duration, job.fault);
     }
   };
-  const int threads = config.threads > 0 ? config.threads
-                                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads =
+      config.threads > 0 ? config.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (auto& thread : pool) thread.join();
@@ -279,21 +274,18 @@ namespace {
 std::string format_row(const ShapeSummary& r, bool is_total) {
   const double nan = std::nan("");
   const double accuracy = r.hangs ? 100.0 * r.detected / r.hangs : nan;
-  const double accuracy_after =
-      r.hangs_after_ready ? 100.0 * r.detected_after_ready / r.hangs_after_ready : nan;
-  const double ac_f =
-      r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : nan;
+  const double accuracy_after = r.hangs_after_ready ? 100.0 * r.detected_after_ready / r.hangs_after_ready : nan;
+  const double ac_f = r.computation_detected ? static_cast<double>(r.faulty_found) / r.computation_detected : nan;
   const double pr_f = r.computation_detected ? r.precision_sum / r.computation_detected : nan;
   char line[512];
   std::snprintf(line, sizeof line,
                 "| %s | %s | %.0f | %d | %d | %d | %.3f | %d | %d | %d | %.2f%% | %.1f | %.1f | %.2f%% | %d "
                 "| %.0f | %d/%d | %.3f | %.3f |\n",
-                r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours,
-                r.healthy_alarms, r.healthy_rejected, r.false_alarms,
-                1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
+                r.name.c_str(), is_total ? "" : std::to_string(r.ranks).c_str(), r.healthy_hours, r.healthy_alarms,
+                r.healthy_rejected, r.false_alarms, 1000.0 * r.false_alarms / std::max(r.healthy_hours, 1e-9), r.hangs,
                 r.hangs - r.hangs_after_ready, r.detected, accuracy, percentile(r.all_delays, 0.5),
-                percentile(r.all_delays, 0.95), accuracy_after, r.hang_rejected,
-                percentile(r.ready_times, 0.5), r.type_correct, r.detected, ac_f, pr_f);
+                percentile(r.all_delays, 0.95), accuracy_after, r.hang_rejected, percentile(r.ready_times, 0.5),
+                r.type_correct, r.detected, ac_f, pr_f);
   return line;
 }
 

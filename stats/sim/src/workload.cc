@@ -18,8 +18,8 @@ namespace {
 // Call codes; the regular calls of a cycle cycle through kRegularCalls.
 constexpr int kTest = -1;
 constexpr int kRecv = -2;
-constexpr std::array<const char*, 5> kRegularCalls{"MPI_Waitall", "MPI_Allreduce", "MPI_Bcast",
-                                                   "MPI_Barrier", "MPI_Alltoall"};
+constexpr std::array<const char*, 5> kRegularCalls{"MPI_Waitall", "MPI_Allreduce", "MPI_Bcast", "MPI_Barrier",
+                                                   "MPI_Alltoall"};
 
 // Call-path signatures (RankSnapshot::path): one for the computation, one per MPI call site, the
 // same for a polling loop whether the rank is seen in MPI_Test or in its own loop code. The
@@ -39,20 +39,21 @@ std::string call_name(int call) {
 
 std::string_view to_string(FaultKind kind) {
   switch (kind) {
-    case FaultKind::None: return "none";
-    case FaultKind::Computation: return "computation";
-    case FaultKind::Deadlock: return "deadlock";
+    case FaultKind::None:
+      return "none";
+    case FaultKind::Computation:
+      return "computation";
+    case FaultKind::Deadlock:
+      return "deadlock";
   }
   return "?";
 }
 
-SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds,
-                           Fault fault)
+SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds, Fault fault)
     : shape_(shape), seed_(mix64(seed)), duration_(duration_seconds), fault_(std::move(fault)) {
   // Poisson arrivals of straggler slowdowns, noise bursts and checkpoints, never overlapping.
   SplitMix rng(seed_ ^ 0x51ed0a11ULL);
-  const double per_hour =
-      shape_.slowdowns_per_hour + shape_.noise_per_hour + shape_.checkpoints_per_hour;
+  const double per_hour = shape_.slowdowns_per_hour + shape_.noise_per_hour + shape_.checkpoints_per_hour;
   double t = 0;
   const int nodes = std::max(1, (shape_.ranks + shape_.ranks_per_node - 1) / shape_.ranks_per_node);
   while (per_hour > 0) {
@@ -62,8 +63,8 @@ SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, doubl
     Slowdown s{};
     if (pick < shape_.slowdowns_per_hour) {
       s = {t, t + rng.uniform(shape_.slowdown_min_seconds, shape_.slowdown_max_seconds),
-           rng.uniform(shape_.slowdown_min_factor, shape_.slowdown_max_factor),
-           Slowdown::Kind::Straggler, static_cast<int>(rng.below(static_cast<std::uint64_t>(nodes)))};
+           rng.uniform(shape_.slowdown_min_factor, shape_.slowdown_max_factor), Slowdown::Kind::Straggler,
+           static_cast<int>(rng.below(static_cast<std::uint64_t>(nodes)))};
     } else if (pick < shape_.slowdowns_per_hour + shape_.noise_per_hour) {
       s = {t, t + rng.uniform(0.05, 1.0), rng.uniform(1.5, 4.0), Slowdown::Kind::Noise, -1};
     } else {
@@ -100,8 +101,7 @@ SyntheticJob::Moment SyntheticJob::moment(double t) const {
   return {t - warp_before_[index], nullptr};
 }
 
-SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
-                                              const Slowdown* slowdown) const {
+SyntheticJob::Position SyntheticJob::position(int rank, double app_time, const Slowdown* slowdown) const {
   std::uint64_t block = 0;
   double local = app_time;
   if (shape_.phase_seconds > 0) {
@@ -116,19 +116,16 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
   const auto r = static_cast<std::uint64_t>(rank);
 
   const double offset = shape_.cycle_offset * cycle_length * uniform(cycle_id, 1, 0);
-  const double relative = 1 + shape_.imbalance * (2 * uniform(r, 2, 0) - 1) +
-                          shape_.rank_jitter * (2 * uniform(r, cycle_id, 3) - 1);
-  double compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0,
-                              cycle_length - offset);
+  const double relative =
+      1 + shape_.imbalance * (2 * uniform(r, 2, 0) - 1) + shape_.rank_jitter * (2 * uniform(r, cycle_id, 3) - 1);
+  double compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0, cycle_length - offset);
   // Outside the straggler node, ranks finish their work in 1/factor of the stretched timeline.
-  if (slowdown && slowdown->kind == Slowdown::Kind::Straggler &&
-      rank / shape_.ranks_per_node != slowdown->node) {
+  if (slowdown && slowdown->kind == Slowdown::Kind::Straggler && rank / shape_.ranks_per_node != slowdown->node) {
     compute /= slowdown->factor;
   }
   // The slowest rank can finish no later than this: until then the early ones wait in call 0.
   const double release = std::min(
-      cycle_length,
-      offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
+      cycle_length, offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
   const int calls = std::max(1, shape_.mpi_calls_per_cycle);
   if (tau < offset) return {false, calls - 1, 0};
   if (tau < offset + compute) return {true, 0, offset + compute - tau};
@@ -140,8 +137,7 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time,
 stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t) const {
   if (shape_.busy_wait && (call == 0 || shape_.poll_every_call)) {
     // A polling loop: mostly inside MPI_Test's progress engine, sometimes in the loop itself.
-    if (uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
-        shape_.poll_out_fraction) {
+    if (uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) < shape_.poll_out_fraction) {
       return {stats::RankState::OutMpi, {}, call_path(call)};
     }
     return {stats::RankState::InMpi, call_name(kTest), call_path(call)};
@@ -151,8 +147,7 @@ stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t)
 
 stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
   const auto& faulty = fault_.faulty_ranks;
-  if (fault_.kind == FaultKind::Computation &&
-      std::find(faulty.begin(), faulty.end(), rank) != faulty.end()) {
+  if (fault_.kind == FaultKind::Computation && std::find(faulty.begin(), faulty.end(), rank) != faulty.end()) {
     return {stats::RankState::OutMpi, {}, kComputePath};  // spinning or sleeping in its own code
   }
   // Everybody else finishes the computation under way at the onset, then blocks for good.
@@ -167,8 +162,7 @@ stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
     const int call = calls[static_cast<std::size_t>(uniform(static_cast<std::uint64_t>(rank), 5, 0) * 3)];
     return {stats::RankState::InMpi, call_name(call), call_path(call)};
   }
-  const bool neighbour = std::any_of(faulty.begin(), faulty.end(),
-                                     [rank](int f) { return std::abs(f - rank) == 1; });
+  const bool neighbour = std::any_of(faulty.begin(), faulty.end(), [rank](int f) { return std::abs(f - rank) == 1; });
   return {stats::RankState::InMpi, call_name(neighbour ? 0 : 1), call_path(neighbour ? 0 : 1)};
 }
 
@@ -192,8 +186,7 @@ bool SyntheticJob::is_out(int rank, double t) const {
   const Position p = position(rank, m.app_time, m.slowdown);
   if (p.computing) return true;
   return shape_.busy_wait && (p.call == 0 || shape_.poll_every_call) &&
-         uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) <
-             shape_.poll_out_fraction;
+         uniform(static_cast<std::uint64_t>(rank), std::bit_cast<std::uint64_t>(t), 4) < shape_.poll_out_fraction;
 }
 
 std::uint64_t SyntheticJob::io_bytes(int rank, double t) const {

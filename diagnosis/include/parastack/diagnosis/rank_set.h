@@ -35,8 +35,7 @@ class RankSet {
   static RankSet range(Rank first, Rank last);
   // From raw words starting at word index base_word; trims zero words at either end. Returns
   // nullopt if the words would reach past the largest rank.
-  static std::optional<RankSet> from_words(std::uint64_t base_word,
-                                           std::vector<std::uint64_t> words);
+  static std::optional<RankSet> from_words(std::uint64_t base_word, std::vector<std::uint64_t> words);
 
   void insert(Rank rank);
   bool contains(Rank rank) const;
@@ -57,8 +56,7 @@ class RankSet {
   void for_each(F&& visit) const {
     for (std::size_t w = 0; w < words_.size(); ++w) {
       for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
-        visit(static_cast<Rank>((base_word_ + w) * kWordBits +
-                                static_cast<std::size_t>(__builtin_ctzll(bits))));
+        visit(static_cast<Rank>((base_word_ + w) * kWordBits + static_cast<std::size_t>(__builtin_ctzll(bits))));
       }
     }
   }

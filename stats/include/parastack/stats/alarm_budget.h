@@ -32,7 +32,6 @@ struct AlarmPolicy {
 // tests_per_horizon tests (horizon / sampling interval). Epoch j covers tests
 // [M(2^j - 1), M(2^(j+1) - 1)) and gets alpha / 2^(j+1), spread evenly:
 // alpha_i = alpha / (M * 2^(2j+1)). Sum over all i is alpha. PerTest returns alpha.
-double test_alpha(const AlarmPolicy& policy, std::uint64_t test_index,
-                  std::uint64_t tests_per_horizon);
+double test_alpha(const AlarmPolicy& policy, std::uint64_t test_index, std::uint64_t tests_per_horizon);
 
 }  // namespace parastack::stats

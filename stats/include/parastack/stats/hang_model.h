@@ -53,16 +53,16 @@ struct ModelConfig {
   AlarmPolicy alarm;
   ThresholdRule thresholds = ThresholdRule::EveryValue;
   SuspicionBound bound = SuspicionBound::Exact;
-  StasisConfig stasis;              // stasis evidence; stasis.enabled = false tests S alone
-  int sets = 2;                     // disjoint monitored sets (§3.3, corner case)
-  int observations_per_turn = 30;   // a set is sampled this many times before the next one
+  StasisConfig stasis;             // stasis evidence; stasis.enabled = false tests S alone
+  int sets = 2;                    // disjoint monitored sets (§3.3, corner case)
+  int observations_per_turn = 30;  // a set is sampled this many times before the next one
   // I, seconds. The paper starts at 0.4 s because its sample (a full unwind through ptrace) costs
   // milliseconds; ours stops a rank for about 20 us, so 0.1 s costs a rank 0.02 % and gives four
   // times the evidence per second (docs/statistics.md). The runs test still doubles it as needed.
   double initial_interval = 0.1;
-  double max_interval = 25.6;       // I stops doubling here
-  int runs_test_every = 16;         // samples per runs test (§3.3)
-  std::size_t window = 2048;        // samples kept per set
+  double max_interval = 25.6;  // I stops doubling here
+  int runs_test_every = 16;    // samples per runs test (§3.3)
+  std::size_t window = 2048;   // samples kept per set
 };
 
 // Empty when the configuration is usable, otherwise what is wrong, for the user.
@@ -88,21 +88,21 @@ std::string_view to_string(Evidence evidence);
 
 struct Decision {
   Observation observation;
-  double sample = 0;                          // S = n_out / n
+  double sample = 0;  // S = n_out / n
   Verdict verdict = Verdict::Skipped;
-  double interval = 0;                        // I after this observation
-  std::size_t model_samples = 0;              // committed samples in this set's model
+  double interval = 0;            // I after this observation
+  std::size_t model_samples = 0;  // committed samples in this set's model
   // The threshold reported: the one that fired, else the one closest to firing (streak / k).
   std::optional<SuspicionThreshold> threshold;
-  int thresholds_tested = 0;                  // thresholds under test (alpha is split over them)
-  double test_alpha = 0;                      // significance of each threshold's test
-  int required_streak = 0;                    // k for the reported threshold (0 when no test ran)
-  int streak = 0;                             // consecutive suspicions below that threshold
-  double streak_onset = 0;                    // t of that streak's first suspicion
-  std::optional<RunsTestResult> runs_test;    // when a runs test ran on this observation
+  int thresholds_tested = 0;                // thresholds under test (alpha is split over them)
+  double test_alpha = 0;                    // significance of each threshold's test
+  int required_streak = 0;                  // k for the reported threshold (0 when no test ran)
+  int streak = 0;                           // consecutive suspicions below that threshold
+  double streak_onset = 0;                  // t of that streak's first suspicion
+  std::optional<RunsTestResult> runs_test;  // when a runs test ran on this observation
   bool interval_doubled = false;
-  Evidence evidence = Evidence::None;         // what raised the Hang
-  StasisDecision stasis;                      // the stasis tests on this observation
+  Evidence evidence = Evidence::None;  // what raised the Hang
+  StasisDecision stasis;               // the stasis tests on this observation
   // When the set's current run of evidence began (the earliest onset among the tests running):
   // what verification looks back to.
   double onset() const;
@@ -118,8 +118,7 @@ class HangModel {
   // movement it saw at progress_at: the streaks' observations up to then are dropped (a hang wrongly
   // judged a slowdown must never teach the model that a hung S is normal), and the ones after it
   // are tested again as the start of new streaks, so progress *before* a hang cannot hide it.
-  void resume_after_slowdown(int set,
-                             double progress_at = std::numeric_limits<double>::infinity());
+  void resume_after_slowdown(int set, double progress_at = std::numeric_limits<double>::infinity());
 
   double interval() const { return interval_; }
   // The randomised step before the next sample: uniform over [I/2, 3I/2] given u in [0, 1).

@@ -33,8 +33,6 @@ inline bool has_active_rank(std::uint64_t active_path) { return active_path != 0
 inline bool has_active_rank(const Observation& o) { return has_active_rank(o.active_path); }
 
 // The same count of the active ranks only: a busy-waiting rank seen in its loop code waits.
-inline bool few_active_outside(const Observation& o) {
-  return o.n > 0 && o.active_out <= (o.n / 4 > 1 ? o.n / 4 : 1);
-}
+inline bool few_active_outside(const Observation& o) { return o.n > 0 && o.active_out <= (o.n / 4 > 1 ? o.n / 4 : 1); }
 
 }  // namespace parastack::stats

@@ -141,16 +141,16 @@ class StasisModel {
   double previous_active_t_ = 0;
   std::vector<double> active_run_;  // times of the running still run's observations (held back)
   double active_onset_ = 0;
-  double longest_active_run_ = 0;   // seconds, of the runs that ended (by themselves or verified)
-  std::deque<bool> links_;          // observation with active ranks after another: still or not
+  double longest_active_run_ = 0;  // seconds, of the runs that ended (by themselves or verified)
+  std::deque<bool> links_;         // observation with active ranks after another: still or not
   std::uint64_t still_links_ = 0;
   static constexpr std::size_t kMaxActivePlaces = 4096;
   std::unordered_set<std::uint64_t> left_places_;  // active signatures whose ranks left them for real
   int previous_active_ranks_ = 0;
-  int active_run_ranks_ = 0;              // how many active ranks the running run has
+  int active_run_ranks_ = 0;                // how many active ranks the running run has
   bool active_run_beside_waiters_ = false;  // some ranks busy-waited beside its active ones
-  bool active_run_all_in_mpi_ = true;        // none of its active ranks was outside MPI
-  std::optional<Observation> excursion_;  // an observation that may have been another rank's step out
+  bool active_run_all_in_mpi_ = true;       // none of its active ranks was outside MPI
+  std::optional<Observation> excursion_;    // an observation that may have been another rank's step out
 };
 
 }  // namespace parastack::stats

@@ -46,7 +46,7 @@ struct ProgressEvidence {
   std::size_t rank_index;  // index into the series given
   RankSnapshot from;
   RankSnapshot to;
-  std::size_t at = 0;      // index of `to` in that rank's series
+  std::size_t at = 0;  // index of `to` in that rank's series
 };
 
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides

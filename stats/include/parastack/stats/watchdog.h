@@ -40,7 +40,7 @@ class JobProbe {
 
 struct WatchdogConfig {
   ModelConfig model;
-  int sampled_ranks = 10;              // C, per set
+  int sampled_ranks = 10;  // C, per set
   // Jobs of at most this many ranks are sampled whole at every observation, as one set: a sample
   // stops a rank for about 20 us, and S over every rank says far more than S over sets of 2.
   int sample_every_rank_up_to = 20;
@@ -52,8 +52,8 @@ struct WatchdogConfig {
   // ... and for at least this many times the longest freeze that verification has seen end in this
   // job (a straggler that stalls everyone for 20 s once will do it again).
   double freeze_margin = 1.5;
-  int identification_rounds = 5;       // checks of all ranks after a confirmed hang (§4)
-  double identification_spacing = 0.2; // seconds between those checks
+  int identification_rounds = 5;        // checks of all ranks after a confirmed hang (§4)
+  double identification_spacing = 0.2;  // seconds between those checks
 };
 
 // Empty when usable, otherwise what is wrong, for the user.
@@ -61,15 +61,15 @@ std::optional<std::string> config_error(const WatchdogConfig& config);
 
 // A model alarm and what verification made of it.
 struct Alarm {
-  Decision decision;   // the observation that completed the streak: t, q, k, I, onset
+  Decision decision;  // the observation that completed the streak: t, q, k, I, onset
   bool slowdown = false;
   std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
 
 struct HangFinding {
-  Decision decision;              // the alarm that was confirmed
-  double confirmed_at = 0;        // probe time at the end of verification
-  std::vector<int> faulty_ranks;  // persistently OUT_MPI (§4); empty: a communication error
+  Decision decision;                           // the alarm that was confirmed
+  double confirmed_at = 0;                     // probe time at the end of verification
+  std::vector<int> faulty_ranks;               // persistently OUT_MPI (§4); empty: a communication error
   std::vector<std::vector<RankState>> checks;  // checks[c][rank]
   bool computation_error() const { return !faulty_ranks.empty(); }
 };
@@ -109,8 +109,8 @@ class Watchdog {
   };
 
   // Feeds one set's snapshots to the model; a confirmed hang ends the watch.
-  std::optional<std::optional<HangFinding>> observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
-                                                        double t, std::vector<RankSnapshot> targets);
+  std::optional<std::optional<HangFinding>> observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set, double t,
+                                                        std::vector<RankSnapshot> targets);
   std::optional<Verified> verify(JobProbe& probe, const Decision& decision);
   HangFinding identify(JobProbe& probe, const Decision& decision);
 
@@ -119,7 +119,7 @@ class Watchdog {
   SplitMix rng_;
   std::vector<std::vector<int>> sets_;
   HangModel model_;
-  SetSignatures signatures_;  // S and the path signatures of each observation
+  SetSignatures signatures_;                          // S and the path signatures of each observation
   std::vector<std::vector<Sampled>> streak_samples_;  // per set: its running streak's snapshots
   std::optional<int> last_alarm_set_;
   double last_t_ = 0;

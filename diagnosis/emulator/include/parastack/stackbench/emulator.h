@@ -24,8 +24,8 @@ struct Workload {
   std::uint32_t tasks_per_monitor = 128;  // ranks one monitor samples (STATBench: per daemon)
   std::uint32_t depth = 7;                // at most this many calls below main
   std::uint32_t breadth = 2;              // functions to choose from at each call
-  std::uint32_t classes = 5;  // equivalence classes: the generator's seed is rank % classes
-  std::uint32_t samples_per_task = 3;  // traces per rank: > 1 makes 3D trace/space/time trees
+  std::uint32_t classes = 5;              // equivalence classes: the generator's seed is rank % classes
+  std::uint32_t samples_per_task = 3;     // traces per rank: > 1 makes 3D trace/space/time trees
   std::uint64_t ranks() const { return std::uint64_t{monitors} * tasks_per_monitor; }
 };
 
@@ -65,8 +65,7 @@ class Transport {
 class ThreadTransport final : public Transport {
  public:
   explicit ThreadTransport(unsigned threads);
-  std::vector<std::string> reduce_level(std::vector<std::vector<std::string>> groups,
-                                        const MergeStep& step) override;
+  std::vector<std::string> reduce_level(std::vector<std::vector<std::string>> groups, const MergeStep& step) override;
   unsigned threads() const { return threads_; }
 
  private:
@@ -74,8 +73,7 @@ class ThreadTransport final : public Transport {
 };
 
 // Runs body(i) for i in [0, count) on `threads` threads.
-void parallel_for(std::size_t count, unsigned threads,
-                  const std::function<void(std::size_t)>& body);
+void parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& body);
 
 enum class Reduction {
   Flat,  // the root receives every monitor's message (1-deep tree)

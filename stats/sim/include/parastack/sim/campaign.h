@@ -26,64 +26,62 @@ struct CampaignConfig {
   bool every_set_each_time = true;               // stats::WatchdogConfig
   int sample_every_rank_up_to = 20;              // stats::WatchdogConfig
   stats::ModelConfig model;
-  int identification_rounds = 5;                 // checks of all ranks after a hang (§4)
+  int identification_rounds = 5;  // checks of all ranks after a hang (§4)
   double identification_spacing_seconds = 0.2;
-  double computation_fault_share = 0.7;          // the rest are deadlocks
+  double computation_fault_share = 0.7;  // the rest are deadlocks
   int max_faulty_ranks = 3;
-  int threads = 0;                               // 0: one per core
+  int threads = 0;  // 0: one per core
 };
 
 struct JobOutcome {
   int shape = 0;
   bool hang_job = false;
-  double healthy_seconds = 0;     // time watched before any hang onset
+  double healthy_seconds = 0;  // time watched before any hang onset
   std::uint64_t observations = 0;
-  int healthy_alarms = 0;         // model alarms on healthy time (before verification)
-  int healthy_rejected = 0;       // of which the verification found progress (slowdowns)
-  int hang_rejected = 0;          // alarms during a hang that verification judged slowdowns
-  bool false_alarm = false;       // a hang verdict on a healthy job (or before the onset)
-  std::optional<double> ready_at; // model built (every set can test)
+  int healthy_alarms = 0;          // model alarms on healthy time (before verification)
+  int healthy_rejected = 0;        // of which the verification found progress (slowdowns)
+  int hang_rejected = 0;           // alarms during a hang that verification judged slowdowns
+  bool false_alarm = false;        // a hang verdict on a healthy job (or before the onset)
+  std::optional<double> ready_at;  // model built (every set can test)
   FaultKind fault = FaultKind::None;
   bool hang_after_ready = false;
   bool detected = false;
-  double delay = 0;               // confirmation time minus onset
-  bool type_correct = false;      // computation vs communication
-  bool faulty_found = false;      // every injected faulty rank reported (AC_f)
-  double faulty_precision = 0;    // share of reported ranks that are faulty (PR_f)
+  double delay = 0;             // confirmation time minus onset
+  bool type_correct = false;    // computation vs communication
+  bool faulty_found = false;    // every injected faulty rank reported (AC_f)
+  double faulty_precision = 0;  // share of reported ranks that are faulty (PR_f)
 };
 
 struct ShapeSummary {
   std::string name;
   std::string description;
   int ranks = 0;
-  double healthy_hours = 0;       // healthy jobs plus the healthy part of hang jobs
+  double healthy_hours = 0;  // healthy jobs plus the healthy part of hang jobs
   int false_alarms = 0;
-  int healthy_alarms = 0;         // model alarms on healthy time, before verification
-  int healthy_rejected = 0;       // of which verification found progress
-  int hang_rejected = 0;          // alarms on hung jobs that verification wrongly rejected
+  int healthy_alarms = 0;    // model alarms on healthy time, before verification
+  int healthy_rejected = 0;  // of which verification found progress
+  int hang_rejected = 0;     // alarms on hung jobs that verification wrongly rejected
   int hangs = 0, hangs_after_ready = 0, detected_after_ready = 0, detected = 0;
   int computation_detected = 0, faulty_found = 0;
   double precision_sum = 0;
   int type_correct = 0;
-  std::vector<double> delays;         // detected hangs after model building
-  std::vector<double> all_delays;     // every detected hang
+  std::vector<double> delays;      // detected hangs after model building
+  std::vector<double> all_delays;  // every detected hang
   std::vector<double> ready_times;
 
   void merge(const ShapeSummary& other);  // adds other's counts and samples (for a total row)
 };
 
 // Runs one job to its end, its false alarm, or its hang's confirmation.
-JobOutcome run_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config,
-                   std::uint64_t job_seed, double duration_seconds, Fault fault);
+JobOutcome run_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config, std::uint64_t job_seed,
+                   double duration_seconds, Fault fault);
 
 // The sample trace a monitor would record watching this job for its whole duration, carrying on
 // after alarms as with the `report` action (each alarm is resumed as if judged a slowdown).
 std::vector<stats::Observation> record_trace(const WorkloadShape& shape, const CampaignConfig& config,
-                                             std::uint64_t job_seed, double duration_seconds,
-                                             Fault fault);
+                                             std::uint64_t job_seed, double duration_seconds, Fault fault);
 
-std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
-                                       const CampaignConfig& config);
+std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes, const CampaignConfig& config);
 
 double percentile(std::vector<double> values, double fraction);
 

@@ -31,23 +31,23 @@ struct WorkloadShape {
   int ranks = 1024;
   int ranks_per_node = 32;
   std::vector<Phase> phases{{0.1, 0.6}};
-  double phase_seconds = 0;        // length of each phase before the next; 0: one phase
-  double cycle_offset = 0.1;       // max global start offset of a cycle, fraction of T
-  double rank_jitter = 0.1;        // per-iteration compute noise, relative, uniform +-
-  double imbalance = 0.0;          // fixed per-rank compute offset, relative, uniform +-
-  int mpi_calls_per_cycle = 3;     // distinct MPI calls a rank goes through per cycle
-  bool busy_wait = false;          // waits are MPI_Test polling loops
-  double poll_out_fraction = 0.05; // chance a polling rank is seen in its own loop code
-  double slowdowns_per_hour = 0;   // straggler-node transient slowdowns
+  double phase_seconds = 0;         // length of each phase before the next; 0: one phase
+  double cycle_offset = 0.1;        // max global start offset of a cycle, fraction of T
+  double rank_jitter = 0.1;         // per-iteration compute noise, relative, uniform +-
+  double imbalance = 0.0;           // fixed per-rank compute offset, relative, uniform +-
+  int mpi_calls_per_cycle = 3;      // distinct MPI calls a rank goes through per cycle
+  bool busy_wait = false;           // waits are MPI_Test polling loops
+  double poll_out_fraction = 0.05;  // chance a polling rank is seen in its own loop code
+  double slowdowns_per_hour = 0;    // straggler-node transient slowdowns
   double slowdown_min_seconds = 10, slowdown_max_seconds = 120;
   double slowdown_min_factor = 3, slowdown_max_factor = 20;
-  double noise_per_hour = 0;       // short whole-job slowdowns (system noise)
+  double noise_per_hour = 0;  // short whole-job slowdowns (system noise)
   // Collective checkpoints: every rank inside MPI_File_write_all, the job's timeline paused. A
   // long one is indistinguishable from a hang by stack sampling (docs/statistics.md, limits).
   double checkpoints_per_hour = 0;
   double checkpoint_min_seconds = 10, checkpoint_max_seconds = 120;
   double checkpoint_bytes_per_second = 200e6;  // per aggregator (one per node)
-  bool poll_every_call = false;    // every MPI call is a polling loop (all-polling codes)
+  bool poll_every_call = false;                // every MPI call is a polling loop (all-polling codes)
   // Hang onsets for this shape, uniform in [min, max) seconds; negative: the campaign's default.
   double onset_min_seconds = -1, onset_max_seconds = -1;
 };
@@ -57,8 +57,8 @@ std::string_view to_string(FaultKind kind);
 
 struct Fault {
   FaultKind kind = FaultKind::None;
-  double onset = 0;              // seconds since start
-  std::vector<int> faulty_ranks; // computation faults only
+  double onset = 0;               // seconds since start
+  std::vector<int> faulty_ranks;  // computation faults only
 };
 
 // One job: a shape, a seed, its slowdown schedule and optional fault.
@@ -85,7 +85,7 @@ class SyntheticJob {
     double start, end;
     double factor;  // timeline speed is 1/factor (infinite for a checkpoint)
     Kind kind;
-    int node;       // the straggler node
+    int node;  // the straggler node
   };
   // Where the job's own timeline is at wall time t, and which slowdown (if any) is active.
   struct Moment {
@@ -94,8 +94,8 @@ class SyntheticJob {
   };
   struct Position {
     bool computing;
-    int call;               // index of the MPI call when not computing
-    double compute_left;    // timeline seconds until the computation ends, when computing
+    int call;             // index of the MPI call when not computing
+    double compute_left;  // timeline seconds until the computation ends, when computing
   };
 
   Moment moment(double t) const;
@@ -109,7 +109,7 @@ class SyntheticJob {
   double duration_;
   Fault fault_;
   std::vector<Slowdown> slowdowns_;
-  std::vector<double> warp_before_;  // app-time lost before each slowdown starts
+  std::vector<double> warp_before_;        // app-time lost before each slowdown starts
   std::vector<double> checkpoint_before_;  // checkpoint seconds before each slowdown starts
 };
 
