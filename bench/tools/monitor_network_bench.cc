@@ -148,6 +148,7 @@ int run_benchmark(network::MpiMonitors& monitors, const BenchOptions& options) {
 }  // namespace
 }  // namespace parastack::bench
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a bench tool; terminate names what it could not handle.
 int main(int argc, char** argv) {
   using namespace parastack;
   bench::BenchOptions options;

@@ -11,6 +11,7 @@ std::function<int()> add_sample_bench_command(CLI::App& app);
 std::function<int()> add_stackbench_command(CLI::App& app);
 }  // namespace parastack::bench
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a bench tool; terminate names what it could not handle.
 int main(int argc, char** argv) {
   using namespace parastack;
   CLI::App app{"parastack-bench: benchmarks of parastack's sampler and stack-tree merge"};

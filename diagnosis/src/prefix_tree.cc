@@ -104,7 +104,8 @@ void PrefixTree::add(std::span<const Frame> trace, Rank rank) {
 
 void PrefixTree::merge(const PrefixTree& other) {
   if (&other == this) {
-    const PrefixTree copy = other;
+    // A copy, not a reference: merging into `this` grows the very nodes it reads.
+    const PrefixTree copy = other;  // NOLINT(performance-unnecessary-copy-initialization)
     merge_node(kRoot, copy, kRoot);
     return;
   }

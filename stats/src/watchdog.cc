@@ -46,6 +46,8 @@ std::vector<RankState> JobProbe::all_states(int rank_count) {
   return states;
 }
 
+std::string_view to_string(HangType type) { return type == HangType::Computation ? "computation" : "communication"; }
+
 std::optional<std::string> config_error(const WatchdogConfig& config) {
   if (auto error = config_error(config.model)) return error;
   if (config.sampled_ranks < 1) return "the number of sampled ranks must be at least 1";

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -35,9 +36,10 @@ std::map<pid_t, pid_t> parent_links(std::set<pid_t>& zombies) {
     if (!std::getline(stat, line)) continue;
     const auto close = line.rfind(')');
     if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 1));
     char state = 0;
     int parent = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) == 2) {
+    if (fields >> state >> parent) {
       parent_of[std::stoi(name)] = parent;
       if (state == 'Z') zombies.insert(std::stoi(name));
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -107,10 +108,13 @@ TEST(ElfSymbols, AStrippedFileStillKnowsWhereItsFunctionsStart) {
   const auto bare = ElfSymbols::load(stripped);
   ASSERT_TRUE(named && bare);
   int functions = 0;
-  unsigned long long start = 0, size = 0;
-  char type = 0, name[256], line[512];
+  char line[512];
   while (std::fgets(line, sizeof line, nm)) {
-    if (std::sscanf(line, "%llx %llx %c %255s", &start, &size, &type, name) != 4) continue;  // no size
+    std::istringstream fields(line);
+    unsigned long long start = 0, size = 0;
+    char type = 0;
+    std::string name;
+    if (!(fields >> std::hex >> start >> size >> type >> name)) continue;  // no size
     if ((type != 'T' && type != 't') || size < 2) continue;
     ++functions;
     EXPECT_EQ(named->function_start_at(start + size / 2), start) << name;

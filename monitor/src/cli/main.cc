@@ -3,7 +3,9 @@
 
 #include "cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int dispatch(int argc, char** argv) {
   using namespace parastack::cli;
   CLI::App app{"parastack: statistical hang detection for MPI jobs (ParaStack, SC17)"};
   app.require_subcommand(1);
@@ -20,16 +22,23 @@ int main(int argc, char** argv) {
     const int status = app.exit(e);
     return status == 0 ? kExitOk : kExitUsage;
   }
-  try {
-    if (app.got_subcommand("replay")) return replay();
-    if (app.got_subcommand("simulate")) return simulate();
-    if (app.got_subcommand("ranks")) return ranks();
-    if (app.got_subcommand("stack")) return stack();
-    if (app.got_subcommand("run")) return run();
-    if (app.got_subcommand("stacks")) return stacks();
-  } catch (const std::exception& e) {
-    std::cerr << "parastack: " << e.what() << "\n";
-    return kExitUsage;
-  }
+  if (app.got_subcommand("replay")) return replay();
+  if (app.got_subcommand("simulate")) return simulate();
+  if (app.got_subcommand("ranks")) return ranks();
+  if (app.got_subcommand("stack")) return stack();
+  if (app.got_subcommand("run")) return run();
+  if (app.got_subcommand("stacks")) return stacks();
   return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    // What a command could not handle itself; its RAII types have detached and cleaned up.
+    std::cerr << "parastack: " << e.what() << "\n";
+    return parastack::cli::kExitUsage;
+  }
 }

@@ -294,10 +294,42 @@ std::optional<int> parse_monitor_options(CLI::App& app, MonitorOptions& options,
   return std::nullopt;
 }
 
+// This monitor's part of the watch: the leader (MPI rank 0) watches and reports, the others serve
+// it. Returns the exit status; a monitor that must not finalize has already aborted.
+int watch_across_nodes(const MonitorOptions& options, const sampler::JobSelector& selector, int self, int size,
+                       spdlog::logger& logger) {
+  node::NodeShare share;
+  if (options.share_node) share = {self, size};
+  auto here = selector;
+  // --pid names a process on the leader's node; elsewhere that number is some other process, and
+  // the leader's launches (Discover) say which ranks are the job's.
+  if (self != 0) here.launcher = os::Pid{0};
+  node::LiveNodeWorker worker(here, share);
+  const auto hosts = network::gather_hosts();
+  int status = 0;
+  if (self != 0) {
+    network::serve(worker);
+  } else {
+    network::MpiMonitors monitors(worker, hosts, std::chrono::duration<double>(options.timeout));
+    status = options.stacks ? print_stacks_across_nodes(monitors, options, selector)
+                            : run_leader(monitors, options, selector, logger);
+    if (status == kExitMonitoringLost) {
+      // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
+      // job is a different MPI job and is not touched).
+      logger.flush();
+      MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    monitors.release();
+  }
+  return status;
+}
+
 }  // namespace
 }  // namespace parastack::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int monitor_main(int argc, char** argv) {
   using namespace parastack;
   using namespace parastack::cli;
   MonitorOptions options;
@@ -324,29 +356,27 @@ int main(int argc, char** argv) {
   ::signal(SIGTERM, request_stop);
   ::signal(SIGINT, request_stop);
 
-  node::NodeShare share;
-  if (options.share_node) share = {self, size};
-  auto here = *selector;
-  // --pid names a process on the leader's node; elsewhere that number is some other process, and
-  // the leader's launches (Discover) say which ranks are the job's.
-  if (self != 0) here.launcher = os::Pid{0};
-  node::LiveNodeWorker worker(here, share);
-  const auto hosts = network::gather_hosts();
   int status = 0;
-  if (self != 0) {
-    network::serve(worker);
-  } else {
-    network::MpiMonitors monitors(worker, hosts, std::chrono::duration<double>(options.timeout));
-    status = options.stacks ? print_stacks_across_nodes(monitors, options, *selector)
-                            : run_leader(monitors, options, *selector, *logger);
-    if (status == kExitMonitoringLost) {
-      // A monitor does not answer: finalizing would wait for it for ever. End every monitor (the
-      // job is a different MPI job and is not touched).
-      logger->flush();
-      MPI_Abort(MPI_COMM_WORLD, status);
-    }
-    monitors.release();
+  try {
+    status = watch_across_nodes(options, *selector, self, size, *logger);
+  } catch (const std::exception& e) {
+    // The worker's destructor has detached from every rank on the way here; the job runs on.
+    logger->error("this monitor failed ({}); monitoring ends, the job is not touched", e.what());
+    logger->flush();
+    MPI_Abort(MPI_COMM_WORLD, kExitMonitoringLost);
   }
   MPI_Finalize();
   return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return monitor_main(argc, argv);
+  } catch (const std::exception& e) {
+    // Before MPI_Init (option set-up): the watch after it catches its own failures.
+    std::cerr << "parastack-monitor: " << e.what() << "\n";
+    return parastack::cli::kExitUsage;
+  }
 }

@@ -11,6 +11,7 @@
 
 namespace parastack::node {
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit noexcept move; nlohmann::json's move does not throw.
 struct StackViews {
   std::string text, dot;
   std::string svg;  // empty when Graphviz is not installed or failed (svg_problem says why)

@@ -119,7 +119,7 @@ nlohmann::json to_json(const RunReport& r) {
   evidence["stasis"] = model.stasis.enabled;
   if (r.finding) {
     const auto& d = r.finding->decision;
-    out["hang_type"] = r.finding->computation_error() ? "computation" : "communication";
+    out["hang_type"] = std::string(stats::to_string(r.finding->type()));
     evidence["kind"] = std::string(stats::to_string(d.evidence));
     const auto& st = d.stasis;
     evidence["stasis_run"] = {{"observations", st.streak},
@@ -187,8 +187,7 @@ std::string to_text(const RunReport& r) {
   out << "host:      " << r.host << ", launcher pid " << r.launcher_pid << "\n";
   out << "watched:   " << format_time(r.started_at) << " to " << format_time(r.ended_at) << "\n";
   if (r.verdict == JobVerdict::Hang && r.finding) {
-    out << "verdict:   HANG (" << (r.finding->computation_error() ? "computation error" : "communication error")
-        << ")\n";
+    out << "verdict:   HANG (" << stats::to_string(r.finding->type()) << " error)\n";
     out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate) << "\n";
     if (r.finding->computation_error()) {
       out << "faulty:    rank" << (r.faulty_ranks.size() > 1 ? "s " : " ") << ranks_text(r.faulty_ranks)

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parastack/stats/hang_model.h"
@@ -66,12 +67,19 @@ struct Alarm {
   std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
 
+// What kind of hang (§4): some ranks stuck outside MPI (a computation error, they are named), or
+// every rank waiting inside MPI (a communication error: a deadlock or a lost message).
+enum class HangType { Computation, Communication };
+// "computation" or "communication": the report's JSON word, and the first word of its text.
+std::string_view to_string(HangType type);
+
 struct HangFinding {
   Decision decision;                           // the alarm that was confirmed
   double confirmed_at = 0;                     // probe time at the end of verification
   std::vector<int> faulty_ranks;               // persistently OUT_MPI (§4); empty: a communication error
   std::vector<std::vector<RankState>> checks;  // checks[c][rank]
-  bool computation_error() const { return !faulty_ranks.empty(); }
+  HangType type() const { return faulty_ranks.empty() ? HangType::Communication : HangType::Computation; }
+  bool computation_error() const { return type() == HangType::Computation; }
 };
 
 struct WatchdogHooks {
