@@ -4,17 +4,22 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
 #include <thread>
+#include <variant>
 
 #include "os/proc.h"
+#include "os/signal.h"
+#include "os/stopped_thread.h"
 #include "sampler/classify.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
@@ -305,6 +310,128 @@ TEST(Sampler, ZombieIsReportedAsSuch) {
   ASSERT_TRUE(s.failure.has_value());
   EXPECT_TRUE(*s.failure == os::StopFailure::Zombie || *s.failure == os::StopFailure::Exited) << s.describe();
   ::waitpid(zombie, nullptr, 0);
+}
+
+// The kernel's struct clone_args (linux/sched.h, whose macros clash with <sched.h>'s).
+struct CloneArgs {
+  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size;
+};
+
+// A child that sleeps in pause() under the given pid (clone3's set_tid; root only): a pid reused
+// by another process, made on purpose. Killed and reaped at the end of the scope.
+class ProcessWithPid {
+ public:
+  explicit ProcessWithPid(pid_t wanted) {
+    pid_t tid = wanted;
+    CloneArgs args{};
+    args.exit_signal = SIGCHLD;
+    args.set_tid = reinterpret_cast<std::uint64_t>(&tid);
+    args.set_tid_size = 1;
+    const long got = ::syscall(SYS_clone3, &args, sizeof args);
+    if (got == 0) {
+      while (true) ::pause();  // async-signal-safe only: this is a clone of a threaded process
+    }
+    pid_ = static_cast<pid_t>(got);
+    error_ = got < 0 ? errno : 0;
+  }
+  ~ProcessWithPid() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ProcessWithPid(const ProcessWithPid&) = delete;
+  ProcessWithPid& operator=(const ProcessWithPid&) = delete;
+  pid_t pid() const { return pid_; }
+  int error() const { return error_; }
+
+ private:
+  pid_t pid_ = -1;
+  int error_ = 0;
+};
+
+// Neither stopped nor traced: sleeping in pause() as it was.
+void expect_untouched(pid_t pid) {
+  const auto stat = os::read_stat(os::Pid{pid});
+  ASSERT_TRUE(stat);
+  EXPECT_EQ(stat->state, 'S');
+  EXPECT_EQ(os::read_status(os::Pid{pid})->tracer, 0);
+}
+
+TEST(Sampler, PidReusedByAnotherProcessIsNeverSampledNorSignalled) {
+  if (::geteuid() != 0) GTEST_SKIP() << "choosing a pid (clone3 set_tid) needs root";
+  os::ProcessIdentity rank;
+  {
+    testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+    child.wait_ready_file("nompi", 30s);
+    rank = *os::identify(os::Pid{child.pid()});
+  }  // the rank exits and is reaped: its pid is free
+  // Start times count in clock ticks (10 ms): a process made at once under the same pid could share
+  // the rank's. Pid reuse in real life takes a full round of pid_max forks (seconds at least).
+  const auto ticks_now = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_BOOTTIME, &t);
+    return static_cast<std::uint64_t>(t.tv_sec) * ::sysconf(_SC_CLK_TCK) +
+           static_cast<std::uint64_t>(t.tv_nsec) / (1'000'000'000 / ::sysconf(_SC_CLK_TCK));
+  };
+  while (ticks_now() <= rank.start_ticks + 1) std::this_thread::sleep_for(2ms);
+  ProcessWithPid stranger(rank.pid.value);
+  ASSERT_EQ(stranger.pid(), rank.pid.value) << "clone3 set_tid: " << std::strerror(stranger.error());
+  const auto now = os::identify(rank.pid);
+  ASSERT_TRUE(now);
+  ASSERT_NE(now->start_ticks, rank.start_ticks);
+  // Let it get into pause() (it is 'R' for a moment after the clone).
+  for (int i = 0; i < 1000 && os::read_stat(rank.pid)->state != 'S'; ++i) std::this_thread::sleep_for(2ms);
+
+  // The sampler refuses before it seizes...
+  StackSampler sampler;
+  const auto s = sampler.sample(rank);
+  ASSERT_TRUE(s.failure.has_value());
+  EXPECT_EQ(*s.failure, os::StopFailure::Replaced) << s.describe();
+  expect_untouched(stranger.pid());
+  // ...and a stop that got as far as the seize (the pid passed to the stranger in between) checks
+  // again before it stops anything, and lets go.
+  auto stopped = os::StoppedThread::stop(rank, os::main_thread(rank.pid));
+  ASSERT_TRUE(std::holds_alternative<os::StopFailure>(stopped));
+  EXPECT_EQ(std::get<os::StopFailure>(stopped), os::StopFailure::Replaced);
+  for (int i = 0; i < 1000 && os::read_stat(rank.pid)->state != 'S'; ++i) std::this_thread::sleep_for(2ms);
+  expect_untouched(stranger.pid());
+  // Signals go by identity: the old rank's SIGKILL does not reach the stranger.
+  EXPECT_EQ(os::send_signal(rank, SIGKILL), os::SignalResult::Gone);
+  EXPECT_FALSE(os::is_alive(rank));
+  EXPECT_TRUE(os::is_alive(*now));
+  expect_untouched(stranger.pid());
+  // The stranger's own identity is signalled.
+  EXPECT_EQ(os::send_signal(*now, SIGKILL), os::SignalResult::Sent);
+}
+
+// A process of another user that claims to be a rank of the job (the job's environment, under the
+// job's launcher) is never read beyond its owner, never sampled and never signalled.
+TEST(Discovery, ProcessOfAnotherUserIsNeverARankWhateverItsEnvironment) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting a process as another user needs root";
+  const std::vector<std::string> rank_environment{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"};
+  testing::ChildProcess ours({test_program("ps_nompi"), "spin"}, rank_environment);
+  testing::ChildProcess theirs(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", test_program("ps_nompi"), "spin"},
+      rank_environment);
+  ours.wait_ready_file("nompi", 30s);
+  // nobody cannot write the ready directory: await its exec as nobody instead.
+  for (int i = 0; i < 5000; ++i) {
+    const auto stat = os::read_stat(os::Pid{theirs.pid()});
+    const auto status = os::read_status(os::Pid{theirs.pid()});
+    if (stat && status && stat->comm == "ps_nompi" && status->real_uid == 65534) break;
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(os::read_status(os::Pid{theirs.pid()})->real_uid, 65534u);
+  ASSERT_EQ(os::read_stat(os::Pid{theirs.pid()})->comm, "ps_nompi");
+
+  const auto found = sampler::discover_ranks({sampler::JobSelector::Kind::Launcher, os::Pid{::getpid()}, {}});
+  ASSERT_EQ(found.ranks.size(), 1u);
+  EXPECT_EQ(found.ranks[0].pid.value, ours.pid());
+  std::string problems;
+  for (const auto& p : found.problems) problems += p + "\n";
+  EXPECT_NE(problems.find("pid " + std::to_string(theirs.pid()) + " (ps_nompi): owned by uid 65534"), std::string::npos)
+      << problems;
+  EXPECT_TRUE(makes_progress(os::Pid{theirs.pid()}));
 }
 
 TEST(Sampler, JobControlStoppedProcessStaysStopped) {

@@ -7,6 +7,7 @@
 
 #include "node/stack_views.h"
 #include "os/proc.h"
+#include "os/signal.h"
 
 namespace parastack::node {
 
@@ -31,7 +32,7 @@ std::vector<NodeRank> LiveNodeWorker::discover(const std::vector<std::string>& l
   std::vector<NodeRank> found;
   for (const auto& r : discovery.ranks) {
     if (adopted_.contains(r.instance) || !share_.takes(r.rank, r.world_size)) continue;
-    NodeRank rank{r.rank, r.world_size, r.pid.value, r.host, r.instance, r.command};
+    NodeRank rank{r.rank, r.world_size, r.pid.value, r.host, r.instance, r.command, r.start_ticks};
     discovered_[r.instance].push_back(rank);
     found.push_back(std::move(rank));
   }
@@ -47,14 +48,21 @@ void LiveNodeWorker::adopt(const std::string& instance) {
   }
 }
 
+namespace {
+
+os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid}, rank.start_ticks}; }
+
+}  // namespace
+
 stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
-  const os::Pid pid{ranks_.at(static_cast<std::size_t>(local)).pid};
-  auto sample = sampler_.sample(pid, options_);
+  const NodeRank& rank = ranks_.at(static_cast<std::size_t>(local));
+  auto sample = sampler_.sample(identity_of(rank), options_);
   ++samples_taken_;
   // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
   // debugger for a while would otherwise have its symbols reloaded at every sample.
-  if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie) {
-    sampler_.forget(pid);
+  if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie ||
+      sample.failure == os::StopFailure::Replaced) {
+    sampler_.forget(os::Pid{rank.pid});
   }
   // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown.
   if (sample.failure) return {stats::RankState::Unknown, {}, 0};
@@ -80,7 +88,9 @@ std::vector<std::optional<std::uint64_t>> LiveNodeWorker::io_bytes() {
   bytes.reserve(ranks_.size());
   for (const auto& r : ranks_) {
     const auto io = os::read_io(os::Pid{r.pid});
-    bytes.push_back(io ? std::optional(io->read_chars + io->written_chars) : std::nullopt);
+    // Read, then make sure they were the rank's: a reused pid's counters are no evidence.
+    const bool ours = io && os::has_pid_now(identity_of(r));
+    bytes.push_back(ours ? std::optional(io->read_chars + io->written_chars) : std::nullopt);
   }
   return bytes;
 }
@@ -91,7 +101,7 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
   sampler::SampleOptions with_frames = options_;
   with_frames.frames = true;
   for (const auto& r : ranks_) {
-    const auto sample = sampler_.sample(os::Pid{r.pid}, with_frames);
+    const auto sample = sampler_.sample(identity_of(r), with_frames);
     ++samples_taken_;
     records.push_back({r.rank, r.pid, r.host, sample.describe(), sample.mpi_function});
     tree.add(stack_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
@@ -100,14 +110,12 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
 }
 
 void LiveNodeWorker::signal(int signal) {
-  for (const auto& r : ranks_) ::kill(r.pid, signal);
+  // By identity: a rank that has exited may have left its pid to another process.
+  for (const auto& r : ranks_) os::send_signal(identity_of(r), signal);
 }
 
 bool LiveNodeWorker::ranks_alive() {
-  return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& r) {
-    const auto stat = os::read_stat(os::Pid{r.pid});
-    return stat && stat->state != 'Z' && stat->state != 'X';
-  });
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return os::is_alive(identity_of(r)); });
 }
 
 }  // namespace parastack::node

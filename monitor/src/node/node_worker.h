@@ -37,6 +37,7 @@ struct NodeRank {
   std::string host;
   std::string instance;
   std::string command;
+  std::uint64_t start_ticks = 0;  // with pid, the rank's identity (os::ProcessIdentity); not on the wire
 };
 
 class NodeWorker {

@@ -98,6 +98,23 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid) {
 
 std::optional<ProcStatus> read_status(Pid pid) { return read_parsed(pid, "status", parse_status); }
 
+std::optional<ProcessIdentity> identify(Pid pid) {
+  const auto stat = read_stat(pid);
+  if (!stat) return std::nullopt;
+  return ProcessIdentity{pid, stat->start_ticks};
+}
+
+bool has_pid_now(const ProcessIdentity& process) {
+  const auto stat = read_stat(process.pid);
+  return stat && (process.start_ticks == 0 || stat->start_ticks == process.start_ticks);
+}
+
+bool is_alive(const ProcessIdentity& process) {
+  const auto stat = read_stat(process.pid);
+  return stat && stat->state != 'Z' && stat->state != 'X' &&
+         (process.start_ticks == 0 || stat->start_ticks == process.start_ticks);
+}
+
 std::vector<Pid> list_processes() {
   std::vector<Pid> pids;
   for (pid_t id : numeric_entries("/proc")) pids.push_back(Pid{id});

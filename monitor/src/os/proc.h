@@ -39,6 +39,14 @@ struct ProcStatus {
 };
 std::optional<ProcStatus> read_status(Pid pid);
 
+// The identity of the process that has `pid` now; nullopt if there is none.
+std::optional<ProcessIdentity> identify(Pid pid);
+// True while `process` is alive (a zombie is not) and its pid has not passed to another process.
+// With start_ticks 0, whether any live process has the pid.
+bool is_alive(const ProcessIdentity& process);
+// True when `process` has the pid now (alive or a zombie); a stale identity is false.
+bool has_pid_now(const ProcessIdentity& process);
+
 // Every process, and every thread of one process.
 std::vector<Pid> list_processes();
 std::vector<Tid> list_threads(Pid pid);

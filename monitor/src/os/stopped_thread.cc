@@ -28,6 +28,12 @@ StopFailure explain_denied(Pid pid) {
   return StopFailure::Denied;
 }
 
+// `tid` is a thread of `process` (not of a process that took over a reused pid or tid).
+bool thread_of(const ProcessIdentity& process, Tid tid) {
+  if (!has_pid_now(process)) return false;
+  return tid == main_thread(process.pid) || read_thread_stat(process.pid, tid).has_value();
+}
+
 }  // namespace
 
 const char* to_string(StopFailure failure) {
@@ -40,6 +46,8 @@ const char* to_string(StopFailure failure) {
       return "permission denied";
     case StopFailure::AlreadyTraced:
       return "already traced by a debugger";
+    case StopFailure::Replaced:
+      return "exited; its pid now belongs to another process";
     case StopFailure::Failed:
       return "could not stop";
   }
@@ -53,7 +61,8 @@ TerminationSignalsHeld::TerminationSignalsHeld() {
 
 TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 
-std::variant<StoppedThread, StopFailure> StoppedThread::stop(Pid pid, Tid tid) {
+std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdentity& process, Tid tid) {
+  const Pid pid = process.pid;
   switch (ptrace_seize(tid)) {
     case PtraceStatus::Ok:
       break;
@@ -67,12 +76,20 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(Pid pid, Tid tid) {
     case PtraceStatus::Failed:
       return StopFailure::Failed;
   }
-  // From here on we are attached: every path detaches.
+  // From here on we are attached: every path detaches. Seized, the thread keeps its tid (and its
+  // process the pid) until we let go, and it is not stopped yet: the moment to make sure it is the
+  // process we were asked for. A pid reused by another process (the rank exited since discovery)
+  // is caught here; that process is then stopped only for the interrupt a detach requires.
+  const bool replaced = !thread_of(process, tid);
   if (ptrace_interrupt(tid) != PtraceStatus::Ok) {
     ptrace_detach(tid, 0);
     return StopFailure::Exited;
   }
   const StopReport report = wait_for_stop(tid);
+  if (replaced && report.kind != StopKind::Exited && report.kind != StopKind::Gone) {
+    StoppedThread(tid, report.kind == StopKind::SignalDelivery ? report.signal : 0, false).detach();
+    return StopFailure::Replaced;
+  }
   switch (report.kind) {
     case StopKind::Interrupted:
       return StoppedThread(tid, 0, false);

@@ -20,6 +20,7 @@ enum class StopFailure {
   Zombie,         // exited, not yet reaped
   Denied,         // another user's process, or no ptrace permission
   AlreadyTraced,  // a debugger (or another monitor) is attached
+  Replaced,       // the rank exited and its pid now belongs to another process: not touched
   Failed,         // anything else
 };
 const char* to_string(StopFailure failure);
@@ -38,7 +39,10 @@ class TerminationSignalsHeld {
 
 class StoppedThread {
  public:
-  static std::variant<StoppedThread, StopFailure> stop(Pid pid, Tid tid);
+  // Stops thread `tid` of `process`, and only of that process: a pid that now names another
+  // process (start time differs) is refused before the seize, and checked again once seized (a
+  // seized thread's pid cannot pass to anyone), before it is stopped.
+  static std::variant<StoppedThread, StopFailure> stop(const ProcessIdentity& process, Tid tid);
 
   StoppedThread(StoppedThread&& other) noexcept;
   StoppedThread& operator=(StoppedThread&&) = delete;

@@ -29,6 +29,7 @@ class ProcessImage {
 
   os::Pid pid() const { return pid_; }
   std::uint64_t start_ticks() const { return start_ticks_; }
+  os::ProcessIdentity identity() const { return {pid_, start_ticks_}; }
   bool has_mpi() const { return !mpi_code_.empty(); }
   const std::vector<CodeRange>& mpi_code() const { return mpi_code_; }
   // Open MPI's ompi_mpi_thread_multiple flag, read from the running process (no stop needed).

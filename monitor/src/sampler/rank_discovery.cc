@@ -34,12 +34,14 @@ const std::string* find(const std::vector<std::pair<std::string, std::string>>& 
 struct ProcessTree {
   std::map<pid_t, pid_t> parent_of;
   std::map<pid_t, std::string> command_of;
+  std::map<pid_t, std::uint64_t> start_of;
 
   ProcessTree() {
     for (const os::Pid pid : os::list_processes()) {
       if (auto stat = os::read_stat(pid)) {
         parent_of[pid.value] = stat->parent.value;
         command_of[pid.value] = stat->comm;
+        start_of[pid.value] = stat->start_ticks;
       }
     }
   }
@@ -184,10 +186,20 @@ std::vector<DiscoveredRank> without_forked_children(std::map<pid_t, DiscoveredRa
   return ranks;
 }
 
+// Whose processes the job's ranks are: the launcher's owner, else the user this monitor runs as
+// (the scheduler plugins start monitors as the job's user). Nobody else's process is ever a rank.
+uid_t job_owner(const JobSelector& selector) {
+  if (selector.kind == JobSelector::Kind::Launcher && selector.launcher.value > 0) {
+    if (const auto status = os::read_status(selector.launcher)) return status->real_uid;
+  }
+  return ::geteuid();
+}
+
 }  // namespace
 
 Discovery discover_ranks(const JobSelector& selector) {
   Discovery discovery;
+  const uid_t owner = job_owner(selector);
   const pid_t self = ::getpid();
   const std::string host = os::host_name();
   const ProcessTree tree;
@@ -199,6 +211,18 @@ Discovery discover_ranks(const JobSelector& selector) {
     const bool descendant = tree.descends_from(pid_value, selector.launcher.value);
     if (selector.kind == JobSelector::Kind::Launcher && !descendant && !by_launch) continue;
     const os::Pid pid{pid_value};
+    // Another user's process is not read, let alone traced, even by a monitor running as root,
+    // whatever its environment claims.
+    const auto status = os::read_status(pid);
+    if (!status) continue;  // gone
+    if (status->real_uid != owner) {
+      if (descendant) {
+        discovery.problems.push_back("pid " + std::to_string(pid_value) + " (" + command + "): owned by uid " +
+                                     std::to_string(status->real_uid) + ", not by the job's owner (uid " +
+                                     std::to_string(owner) + "): not watched");
+      }
+      continue;
+    }
     auto environment = os::read_environ(pid);
     if (!environment) {
       // Only worth reporting when we know the process is part of the job.
@@ -216,6 +240,7 @@ Discovery discover_ranks(const JobSelector& selector) {
     rank.rank = identity->rank;
     rank.world_size = identity->world_size;
     rank.pid = pid;
+    rank.start_ticks = tree.start_of.at(pid_value);
     rank.threads = os::list_threads(pid).size();
     rank.host = host;
     rank.instance = identity->instance;

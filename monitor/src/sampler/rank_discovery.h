@@ -29,6 +29,7 @@ struct DiscoveredRank {
   int rank = -1;
   int world_size = 0;  // 0 when the environment does not say
   os::Pid pid;
+  std::uint64_t start_ticks = 0;  // /proc/PID/stat's start time: with pid, os::ProcessIdentity
   std::size_t threads = 0;
   std::string host;
   std::string instance;  // which MPI application instance (PMIx namespace, Open MPI job id, step)

@@ -177,7 +177,7 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
   {
     const os::TerminationSignalsHeld held;  // a SIGTERM now is delivered after the detach
     const auto begin = Clock::now();
-    auto stopped = os::StoppedThread::stop(image.pid(), tid);
+    auto stopped = os::StoppedThread::stop(image.identity(), tid);
     if (auto* failure = std::get_if<os::StopFailure>(&stopped)) {
       result.failure = *failure;
       return result;
@@ -241,11 +241,14 @@ StackSampler::~StackSampler() = default;
 
 void StackSampler::forget(os::Pid pid) { images_.erase(pid.value); }
 
-ProcessImage* StackSampler::image_for(os::Pid pid, std::string& problem) {
+ProcessImage* StackSampler::image_for(const os::ProcessIdentity& process, std::optional<os::StopFailure>& failure,
+                                      std::string& problem) {
+  const os::Pid pid = process.pid;
   auto stat = os::read_stat(pid);
-  if (!stat) {
+  if (!stat || (process.start_ticks != 0 && stat->start_ticks != process.start_ticks)) {
     images_.erase(pid.value);
-    problem = "exited";
+    failure = stat ? os::StopFailure::Replaced : os::StopFailure::Exited;
+    problem = os::to_string(*failure);
     return nullptr;
   }
   auto it = images_.find(pid.value);
@@ -255,7 +258,10 @@ ProcessImage* StackSampler::image_for(os::Pid pid, std::string& problem) {
   }
   if (it == images_.end()) {
     auto image = ProcessImage::load(pid, problem);
-    if (!image) return nullptr;
+    if (!image) {
+      failure = os::StopFailure::Denied;
+      return nullptr;
+    }
     it = images_.emplace(pid.value, std::move(image)).first;
   }
   return it->second.get();
@@ -339,14 +345,16 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
 
 }  // namespace
 
-RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) {
+RankSample StackSampler::sample(os::Pid pid, const SampleOptions& options) { return sample({pid, 0}, options); }
+
+RankSample StackSampler::sample(const os::ProcessIdentity& process, const SampleOptions& options) {
   const auto cpu_begin = thread_cpu_now();
+  const os::Pid pid = process.pid;
   RankSample sample;
   sample.pid = pid;
   std::string problem;
-  ProcessImage* image = image_for(pid, problem);
+  ProcessImage* image = image_for(process, sample.failure, problem);
   if (!image) {
-    sample.failure = problem == "exited" ? os::StopFailure::Exited : os::StopFailure::Denied;
     sample.note = problem;
     sample.monitor_cpu = thread_cpu_now() - cpu_begin;
     return sample;

@@ -74,13 +74,17 @@ class StackSampler {
   StackSampler(const StackSampler&) = delete;
   StackSampler& operator=(const StackSampler&) = delete;
 
+  // Samples `process` and only it: a pid that now names another process is not touched (failure
+  // Replaced). Keep the identity from discovery; a bare pid means whatever process has it now.
+  RankSample sample(const os::ProcessIdentity& process, const SampleOptions& options = {});
   RankSample sample(os::Pid pid, const SampleOptions& options = {});
 
   // Forget what is cached about processes that are gone.
   void forget(os::Pid pid);
 
  private:
-  ProcessImage* image_for(os::Pid pid, std::string& problem);
+  ProcessImage* image_for(const os::ProcessIdentity& process, std::optional<os::StopFailure>& failure,
+                          std::string& problem);
   std::unordered_map<pid_t, std::unique_ptr<ProcessImage>> images_;
 };
 
