@@ -222,6 +222,30 @@ TEST(Run, TheLaunchersExitStatusPassesThrough) {
   EXPECT_EQ(run.report()["exit_status"], 7);
 }
 
+// The job's stdout is the job's alone, byte for byte, even while discovery has problems to log:
+// here a process of another user (nobody) under the launcher claims to be a rank.
+TEST(Run, TheJobsStdoutIsByteIdenticalWhileDiscoveryLogsProblems) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting a process as another user needs root";
+  const std::string impostor =
+      "setpriv --reuid=65534 --regid=65534 --clear-groups env OMPI_COMM_WORLD_RANK=0 "
+      "OMPI_COMM_WORLD_SIZE=1 " +
+      test_program("ps_nompi") + " spin";
+  const std::string job = "echo start; " + impostor + " & impostor=$!; mpirun --oversubscribe -np 2 " +
+                          test_program("ps_solver") + " blocking 6 > /dev/null; echo \"solver exit $?\"; " +
+                          "kill $impostor; seq 1 2000";
+  TempDir logs;
+  const auto log_path = logs.path() / "parastack.log";
+  WatchedRun run({"--log-file", log_path.string(), "--log-level", "info"}, {"sh", "-c", job});
+  ASSERT_EQ(run.wait(120s), 0) << run.log();
+  std::string expected = "start\nsolver exit 0\n";
+  for (int i = 1; i <= 2000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_EQ(run.out(), expected);
+  const std::string log = read_file(log_path);
+  EXPECT_NE(log.find("(ps_nompi): owned by uid 65534"), std::string::npos) << "discovery logged no problem:\n" << log;
+  EXPECT_EQ(run.log().find("owned by uid"), std::string::npos) << run.log();
+  EXPECT_EQ(run.report()["verdict"], "completed") << log;
+}
+
 TEST(Run, ActionReportKeepsTheJobRunning) {
   Trigger trigger;
   WatchedRun run({"--action", "report", "--log-level", "debug"},

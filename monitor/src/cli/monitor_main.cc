@@ -359,6 +359,7 @@ int monitor_main(int argc, char** argv) {
   int status = 0;
   try {
     status = watch_across_nodes(options, *selector, self, size, *logger);
+    if (stop_requested) logger->warn("asked to stop (SIGTERM or SIGINT): monitoring ends here, the job runs on");
   } catch (const std::exception& e) {
     // The worker's destructor has detached from every rank on the way here; the job runs on.
     logger->error("this monitor failed ({}); monitoring ends, the job is not touched", e.what());

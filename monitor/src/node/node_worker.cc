@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "node/stack_views.h"
 #include "os/proc.h"
@@ -112,6 +114,17 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
 void LiveNodeWorker::signal(int signal) {
   // By identity: a rank that has exited may have left its pid to another process.
   for (const auto& r : ranks_) os::send_signal(identity_of(r), signal);
+  if (signal != SIGSTOP) return;
+  // A signal is delivered when its target next runs: on a busy node a rank waiting for a CPU shows
+  // 'R' for a while. "The ranks are stopped, attach a debugger" must be true when we say it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (const auto& r : ranks_) {
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto stat = os::read_stat(os::Pid{r.pid});
+      if (!stat || stat->start_ticks != r.start_ticks || stat->state == 'T' || stat->state == 'Z') break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 }
 
 bool LiveNodeWorker::ranks_alive() {

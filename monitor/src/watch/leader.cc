@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "network/cluster_probe.h"
+#include "os/files.h"
 #include "parastack/stats/trace.h"
 
 namespace parastack::watch {
@@ -46,30 +47,6 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-// Writes a file whole or not at all (temporary name, then rename); the error in words, if any.
-std::optional<std::string> write_file(const std::string& path, const std::string& content) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return "cannot create " + temporary + ": " + std::strerror(errno);
-    out << content;
-    out.flush();
-    if (!out) {
-      const std::string error = std::strerror(errno);
-      out.close();
-      std::filesystem::remove(temporary);
-      return "cannot write " + temporary + ": " + error;
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary);
-    return "cannot rename to " + path + ": " + error.message();
-  }
-  return std::nullopt;
 }
 
 enum class WaitResult { Found, JobEnded, TimedOut };
@@ -140,12 +117,12 @@ std::optional<std::string> report_path_problem(const std::string& path) {
 bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::logger& log) {
   const std::string text = to_text(report);
   std::vector<std::string> problems;
-  if (auto e = write_file(paths.json, to_json(report).dump(2) + "\n")) problems.push_back(*e);
-  if (auto e = write_file(paths.text, text)) problems.push_back(*e);
+  if (auto e = os::write_file_atomically(paths.json, to_json(report).dump(2) + "\n")) problems.push_back(*e);
+  if (auto e = os::write_file_atomically(paths.text, text)) problems.push_back(*e);
   if (report.stacks) {
-    if (auto e = write_file(paths.dot, report.stacks->dot)) problems.push_back(*e);
+    if (auto e = os::write_file_atomically(paths.dot, report.stacks->dot)) problems.push_back(*e);
     if (!report.stacks->svg.empty()) {
-      if (auto e = write_file(paths.svg, report.stacks->svg)) problems.push_back(*e);
+      if (auto e = os::write_file_atomically(paths.svg, report.stacks->svg)) problems.push_back(*e);
     }
   }
   if (problems.empty()) {
@@ -240,26 +217,27 @@ class TraceSink {
  public:
   TraceSink(const LeaderOptions& options, spdlog::logger& log) : options_(options), log_(log) {
     if (options_.trace_on_hang_only) return;
-    file_.open(options_.paths.trace, std::ios::trunc);
-    if (!file_) log_.warn("cannot write the sample trace {}: {}", options_.paths.trace, std::strerror(errno));
+    file_ = os::AppendFile(options_.paths.trace);
+    if (!file_.ok()) log_.warn("the sample trace: {}", file_.error());
   }
   void add(const stats::Observation& o) {
     if (options_.trace_on_hang_only) {
       held_ += stats::format_trace_line(o) + "\n";
-    } else if (file_) {
-      file_ << stats::format_trace_line(o) << "\n" << std::flush;
+    } else if (file_.ok() && !file_.write(stats::format_trace_line(o) + "\n")) {
+      log_.warn("the sample trace {}: {}; it stops here", options_.paths.trace, file_.error());
     }
   }
   void keep_for_hang() {
-    if (options_.trace_on_hang_only && !(std::ofstream(options_.paths.trace, std::ios::trunc) << held_)) {
-      log_.warn("cannot write the sample trace {}: {}", options_.paths.trace, std::strerror(errno));
+    if (!options_.trace_on_hang_only) return;
+    if (const auto error = os::write_file_atomically(options_.paths.trace, held_)) {
+      log_.warn("the sample trace: {}", *error);
     }
   }
 
  private:
   const LeaderOptions& options_;
   spdlog::logger& log_;
-  std::ofstream file_;
+  os::AppendFile file_;
   std::string held_;
 };
 

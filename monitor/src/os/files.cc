@@ -1,0 +1,108 @@
+#include "os/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "os/proc.h"
+#include "os/scoped_fd.h"
+#include "os/stopped_thread.h"
+
+namespace parastack::os {
+namespace {
+
+// The mode a plain open(0666) would give under the process's umask (mkstemp gives 0600). Read from
+// /proc (umask(2) cannot read it without changing it, for every thread, for a moment).
+mode_t default_file_mode() {
+  mode_t mask = 022;
+  if (const auto status = read_text_file("/proc/self/status")) {
+    if (const auto at = status->find("\nUmask:"); at != std::string::npos) {
+      mask = static_cast<mode_t>(std::strtoul(status->c_str() + at + 7, nullptr, 8));
+    }
+  }
+  return 0666 & ~mask;
+}
+
+std::string errno_words(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+bool write_all(int fd, std::string_view content) {
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content) {
+  const TerminationSignalsHeld held;  // a SIGTERM now waits until the file is whole or gone
+  std::string temporary = path + ".tmp.XXXXXX";
+  const ScopedFd fd(::mkostemp(temporary.data(), O_CLOEXEC));
+  if (!fd.valid()) return errno_words("cannot create a file beside", path);
+  const auto fail = [&](const std::string& what) {
+    std::string error = errno_words(what, temporary);
+    ::unlink(temporary.c_str());
+    return error;
+  };
+  if (::fchmod(fd.get(), default_file_mode()) != 0) return fail("cannot set the mode of");
+  if (!write_all(fd.get(), content)) return fail("cannot write");
+  if (::fsync(fd.get()) != 0) return fail("cannot write");  // a full disk may only say so here
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string error = errno_words("cannot rename " + temporary + " to", path);
+    ::unlink(temporary.c_str());
+    return error;
+  }
+  return std::nullopt;
+}
+
+AppendFile::AppendFile(const std::string& path) {
+  // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    error_ = errno_words("cannot create", path);
+    return;
+  }
+  file_ = ::fdopen(fd, "w");
+  if (!file_) {
+    error_ = errno_words("cannot open", path);
+    ::close(fd);
+  }
+}
+
+AppendFile::~AppendFile() {
+  if (file_) std::fclose(file_);
+}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept
+    : file_(std::exchange(other.file_, nullptr)), failed_(other.failed_), error_(std::move(other.error_)) {}
+
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
+  if (this != &other) {
+    if (file_) std::fclose(file_);
+    file_ = std::exchange(other.file_, nullptr);
+    failed_ = other.failed_;
+    error_ = std::move(other.error_);
+  }
+  return *this;
+}
+
+bool AppendFile::write(std::string_view text) {
+  if (!ok()) return false;
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
+    failed_ = true;
+    error_ = std::string("cannot write: ") + std::strerror(errno);
+  }
+  return !failed_;
+}
+
+}  // namespace parastack::os
