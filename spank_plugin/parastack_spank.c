@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drop_privileges.h"
+
 SPANK_PLUGIN(parastack, 1);
 
 #ifndef PARASTACK_MONITOR_PATH
@@ -352,9 +354,16 @@ int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
   }
   closedir(proc);
   if (srun_count == 0 || monitor_count == 0) return 0;
+  /* The job's own groups, read before the fork (the child may only make system calls). */
+  gid_t* groups = NULL;
+  int group_count = 0;
+  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &group_count) != ESPANK_SUCCESS || group_count < 0) {
+    groups = &gid;
+    group_count = 1;
+  }
   const pid_t child = fork();
   if (child == 0) {
-    if (setgid(gid) != 0 || setuid(uid) != 0) _exit(1);
+    if (parastack_drop_to_user(uid, gid, groups, group_count) != 0) _exit(1);
     for (int i = 0; i < monitor_count; ++i) kill(monitors[i], SIGTERM);
     _exit(0);
   }
