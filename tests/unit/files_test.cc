@@ -123,6 +123,7 @@ TEST(Files, AFullDiskIsAClearErrorAndLosesNothing) {
       if (!trace_failed || trace.error().find("No space left") == std::string::npos) {
         result += "the trace's full disk went unnoticed: " + trace.error() + "; ";
       }
+      if (fs::exists(dir.path() / "trace.jsonl")) result += "an incomplete trace was left; ";
     }
     if (::write(fds[1], result.data(), result.size()) < 0) ::_exit(2);
     ::_exit(0);

@@ -65,7 +65,7 @@ std::optional<std::string> write_file_atomically(const std::string& path, std::s
   return std::nullopt;
 }
 
-AppendFile::AppendFile(const std::string& path) {
+AppendFile::AppendFile(const std::string& path) : path_(path) {
   // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) {
@@ -84,11 +84,15 @@ AppendFile::~AppendFile() {
 }
 
 AppendFile::AppendFile(AppendFile&& other) noexcept
-    : file_(std::exchange(other.file_, nullptr)), failed_(other.failed_), error_(std::move(other.error_)) {}
+    : path_(std::move(other.path_)),
+      file_(std::exchange(other.file_, nullptr)),
+      failed_(other.failed_),
+      error_(std::move(other.error_)) {}
 
 AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
   if (this != &other) {
     if (file_) std::fclose(file_);
+    path_ = std::move(other.path_);
     file_ = std::exchange(other.file_, nullptr);
     failed_ = other.failed_;
     error_ = std::move(other.error_);
@@ -100,7 +104,10 @@ bool AppendFile::write(std::string_view text) {
   if (!ok()) return false;
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
     failed_ = true;
-    error_ = std::string("cannot write: ") + std::strerror(errno);
+    error_ = errno_words("cannot write", path_) + " (removed: an incomplete file)";
+    std::fclose(file_);
+    file_ = nullptr;
+    ::unlink(path_.c_str());
   }
   return !failed_;
 }

@@ -17,7 +17,9 @@ namespace parastack::os {
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content);
 
 // A file written line by line as the watch goes (the sample trace): created anew, not through a
-// symbolic link (O_NOFOLLOW), readable by its owner and, as the umask allows, others.
+// symbolic link (O_NOFOLLOW), readable by its owner and, as the umask allows, others. A file that
+// cannot be written whole (a full disk) is removed at the first failed write: an incomplete trace
+// would replay to a different story.
 class AppendFile {
  public:
   AppendFile() = default;
@@ -35,6 +37,7 @@ class AppendFile {
   bool write(std::string_view text);
 
  private:
+  std::string path_;
   std::FILE* file_ = nullptr;
   bool failed_ = false;
   std::string error_;

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# The never-harm fault campaign (not a test: it prints a Markdown table). Healthy 4-rank Open MPI
+# jobs (tests/programs/ps_solver, blocking style) run while parastack's monitors are killed,
+# stopped and starved around them; after every trial every rank is checked:
+#   - not left stopped: not in a trace stop ('t') and not traced (TracerPid 0), and it runs on
+#     (its CPU time grows within 5 s);
+#   - the job itself is not harmed: it ends with status 0 and its own output line, whatever
+#     happened to the monitors beside it.
+#
+# Trials:
+#  1. sampler   the sampling loop (parastack-bench sample-bench --loop: parastack's StackSampler
+#               sampling every rank back to back, so a signal lands mid-sample or within
+#               microseconds of one) killed with SIGKILL, SIGTERM, or SIGSTOP then SIGCONT then
+#               SIGKILL, at a uniform random moment 1-40 ms after it started. SAMPLER_TRIALS.
+#  2. monitor   parastack-monitor (the product, under its own mpirun, --pid of the job's mpirun)
+#               killed the same three ways at a random moment 0.3-6 s after it started (discovery,
+#               model building, sampling). MONITOR_TRIALS. After SIGTERM its log must say so.
+#  3. run       `parastack run -- JOB` killed the same three ways 0.3-6 s after it started; the job
+#               (its child) must still end with status 0 and its output. RUN_TRIALS.
+#  4. report    a hang found while the report directory is unwritable (a read-only tmpfs: root
+#               writes through file modes) or full (a 16 KiB tmpfs, filled):
+#               parastack must still act (exit 3, the job killed), say why in its log, and leave
+#               no file behind. REPORT_TRIALS each.
+#
+# Usage: bench/faults.sh [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N] [--seed S]
+#        (defaults: build, 1000, 60, 30, 3; as environment variables BUILD_DIR, SAMPLER_TRIALS,
+#        MONITOR_TRIALS, RUN_TRIALS, REPORT_TRIALS, SEED). Root, for the tmpfs of section 4.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+SAMPLER_TRIALS=${SAMPLER_TRIALS:-1000}
+MONITOR_TRIALS=${MONITOR_TRIALS:-60}
+RUN_TRIALS=${RUN_TRIALS:-30}
+REPORT_TRIALS=${REPORT_TRIALS:-3}
+SEED=${SEED:-1}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) BUILD_DIR=$2; shift 2 ;;
+    --sampler) SAMPLER_TRIALS=$2; shift 2 ;;
+    --monitor) MONITOR_TRIALS=$2; shift 2 ;;
+    --run) RUN_TRIALS=$2; shift 2 ;;
+    --report) REPORT_TRIALS=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N] [--seed S]" >&2; exit 2 ;;
+  esac
+done
+RANDOM=$SEED
+
+PARASTACK=$BUILD_DIR/monitor/parastack
+MONITOR=$BUILD_DIR/monitor/parastack-monitor
+BENCH=$BUILD_DIR/bench/parastack-bench
+SOLVER=$BUILD_DIR/tests/programs/ps_solver
+FAULT_LIB=$BUILD_DIR/tests/programs/libps_fault.so
+for f in "$PARASTACK" "$MONITOR" "$BENCH" "$SOLVER" "$FAULT_LIB"; do
+  [ -x "$f" ] || [ -f "$f" ] || { echo "error: $f missing: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+# Every process this script starts carries the tag (mpirun hands it to the ranks): the cleanup
+# kills exactly those, orphans included.
+export PARASTACK_FAULTS_TAG="faults-$$"
+SCRATCH=$(mktemp -d /tmp/parastack-faults-XXXXXX)
+cleanup() {
+  local pid
+  for pid in $(grep -l "PARASTACK_FAULTS_TAG=$PARASTACK_FAULTS_TAG" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+    [ "$pid" != "$$" ] && kill -KILL "$pid" 2>/dev/null
+  done
+  local dir
+  for dir in "$SCRATCH/full" "$SCRATCH/unwritable"; do mountpoint -q "$dir" 2>/dev/null && umount "$dir"; done
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+random_between() { echo $(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }
+sleep_ms() { sleep "$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')"; }
+
+# The ranks (ps_solver processes) under launcher $1.
+ranks_of() {
+  local launcher=$1 pid
+  for pid in $(pgrep -f "^$SOLVER "); do
+    local p=$pid
+    while [ "$p" -gt 1 ]; do
+      p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null | head -1)
+      [ -z "$p" ] && break
+      if [ "$p" = "$launcher" ]; then echo "$pid"; break; fi
+    done
+  done
+}
+
+cpu_ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$1/stat" 2>/dev/null; }
+
+# Every rank of launcher $1: not trace-stopped, not traced, running. Prints a problem per rank.
+check_ranks() {
+  local launcher=$1 pid state tracer before after deadline
+  for pid in $(ranks_of "$launcher"); do
+    state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
+    tracer=$(awk '/^TracerPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    [ -z "$state" ] && continue  # the job ended meanwhile
+    [ "$state" = "t" ] && echo "rank pid $pid left in a trace stop"
+    [ -n "$tracer" ] && [ "$tracer" != 0 ] && echo "rank pid $pid still traced by $tracer"
+    before=$(cpu_ticks "$pid")
+    deadline=$((SECONDS + 5))
+    while :; do
+      after=$(cpu_ticks "$pid")
+      [ -z "$after" ] && break
+      [ "$after" -gt "$before" ] && break
+      if [ $SECONDS -ge $deadline ]; then echo "rank pid $pid did not run for 5 s"; break; fi
+      sleep 0.01
+    done
+  done
+}
+
+# A healthy job in the background: mpirun of 4 ps_solver ranks for $1 seconds; sets JOB_PID and
+# JOB_OUT. job_ok checks its status and output once it has ended.
+start_job() {
+  JOB_OUT=$SCRATCH/job.$RANDOM.out
+  mpirun --oversubscribe -np 4 "$SOLVER" blocking "$1" > "$JOB_OUT" 2>&1 &
+  JOB_PID=$!
+  local deadline=$((SECONDS + 60))
+  while [ "$(ranks_of "$JOB_PID" | wc -l)" -lt 4 ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+}
+# Not in $(...): a subshell cannot wait for this shell's job. Sets JOB_PROBLEMS.
+job_ok() {
+  local status=0
+  JOB_PROBLEMS=""
+  wait "$JOB_PID" || status=$?
+  if [ $status -ne 0 ]; then
+    JOB_PROBLEMS="job exited with status $status"
+  elif ! grep -q "^iterations " "$JOB_OUT"; then
+    JOB_PROBLEMS="job output lost its line: $(head -c 200 "$JOB_OUT")"
+  fi
+}
+
+declare -A trials harmed
+record() {  # section, signal way, problems (empty: none)
+  local key="$1|$2"
+  trials[$key]=$(( ${trials[$key]:-0} + 1 ))
+  if [ -n "$3" ]; then
+    harmed[$key]=$(( ${harmed[$key]:-0} + 1 ))
+    echo "  $1 / $2: $3" | head -5 >&2
+  fi
+}
+
+# Signals process $1 the way $2 says (kill, term, stop-cont-kill) and reaps it.
+hit() {
+  local pid=$1 way=$2
+  case $way in
+    kill) kill -KILL "$pid" 2>/dev/null ;;
+    term) kill -TERM "$pid" 2>/dev/null ;;
+    stop-cont-kill)
+      kill -STOP "$pid" 2>/dev/null
+      sleep_ms "$(random_between 1 30)"
+      kill -CONT "$pid" 2>/dev/null
+      sleep_ms "$(random_between 1 30)"
+      kill -KILL "$pid" 2>/dev/null ;;
+  esac
+  local deadline=$((SECONDS + 30))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.01; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+}
+ways=(kill term stop-cont-kill)
+
+echo "== 1. the sampling loop killed mid-sample: $SAMPLER_TRIALS trials" >&2
+done_trials=0
+while [ $done_trials -lt "$SAMPLER_TRIALS" ]; do
+  start_job 40
+  while [ $done_trials -lt "$SAMPLER_TRIALS" ] && [ "$(ranks_of "$JOB_PID" | wc -l)" -eq 4 ]; do
+    way=${ways[$((done_trials % 3))]}
+    "$BENCH" sample-bench --pid "$JOB_PID" --loop 0.0001 > /dev/null 2>&1 &
+    sampler=$!
+    sleep_ms "$(random_between 1 40)"
+    hit "$sampler" "$way"
+    record sampler "$way" "$(check_ranks "$JOB_PID")"
+    done_trials=$((done_trials + 1))
+  done
+  job_ok
+  record sampler job "$JOB_PROBLEMS"
+done
+
+echo "== 2. parastack-monitor killed while it watches: $MONITOR_TRIALS trials" >&2
+done_trials=0
+while [ $done_trials -lt "$MONITOR_TRIALS" ]; do
+  start_job 60
+  while [ $done_trials -lt "$MONITOR_TRIALS" ] && [ "$(ranks_of "$JOB_PID" | wc -l)" -eq 4 ]; do
+    way=${ways[$((done_trials % 3))]}
+    log=$SCRATCH/monitor.$done_trials.log
+    mpirun --oversubscribe -np 1 "$MONITOR" --pid "$JOB_PID" --report "$SCRATCH/m.$done_trials.json" \
+      --log-file "$log" > /dev/null 2>&1 &
+    launcher=$!
+    sleep_ms "$(random_between 300 6000)"
+    monitor=$(pgrep -P "$launcher" -f parastack-monitor | head -1)
+    [ -z "$monitor" ] && monitor=$(pgrep -f "$MONITOR --pid $JOB_PID" | head -1)
+    problems=""
+    if [ -n "$monitor" ]; then
+      hit "$monitor" "$way"
+      if [ "$way" = term ] && ! grep -q "asked to stop" "$log" 2>/dev/null; then
+        problems="no line in the log after SIGTERM"
+      fi
+    fi
+    hit "$launcher" kill
+    problems+=$(check_ranks "$JOB_PID")
+    leftovers=$(ls "$SCRATCH" | grep -c "\.tmp\." || true)
+    [ "$leftovers" -gt 0 ] && problems+=" $leftovers temporary file(s) left"
+    record monitor "$way" "$problems"
+    done_trials=$((done_trials + 1))
+  done
+  job_ok
+  record monitor job "$JOB_PROBLEMS"
+done
+
+echo "== 3. parastack run killed while it watches its job: $RUN_TRIALS trials" >&2
+for ((t = 0; t < RUN_TRIALS; t++)); do
+  way=${ways[$((t % 3))]}
+  dir=$SCRATCH/run.$t
+  mkdir -p "$dir"
+  # The job records its own exit status: once parastack run is gone, nobody else can.
+  "$PARASTACK" run --report "$dir/report.json" --log-file "$dir/log" -- \
+    sh -c "mpirun --oversubscribe -np 4 $SOLVER blocking 10 > $dir/out 2>&1; echo \$? > $dir/status" &
+  watcher=$!
+  sleep_ms "$(random_between 300 6000)"
+  job=$(pgrep -P "$watcher" -x sh | head -1)
+  launcher=$(pgrep -P "${job:-0}" -x mpirun | head -1)
+  hit "$watcher" "$way"
+  problems=""
+  [ -n "$launcher" ] && problems=$(check_ranks "$launcher")
+  deadline=$((SECONDS + 60))
+  while [ ! -s "$dir/status" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  if [ "$way" = term ]; then
+    # SIGTERM to parastack run is meant for the job (a launcher passes it on): the job ends.
+    :
+  elif [ "$(cat "$dir/status" 2>/dev/null)" != 0 ]; then
+    problems+=" job status $(cat "$dir/status" 2>/dev/null || echo none)"
+  elif ! grep -q "^iterations " "$dir/out"; then
+    problems+=" job output lost its line"
+  fi
+  record run "$way" "$problems"
+done
+
+echo "== 4. the report cannot be written: $REPORT_TRIALS trials each" >&2
+report_trial() {  # kind: unwritable | full
+  local kind=$1 dir=$SCRATCH/$1 status=0
+  mkdir -p "$dir"
+  # Root writes through file modes: a read-only mount is unwritable even for root.
+  if [ "$kind" = full ]; then
+    mount -t tmpfs -o size=16k tmpfs "$dir" || { echo "cannot mount a tmpfs (root?)"; return; }
+    head -c 16k /dev/zero > "$dir/filler" 2>/dev/null
+  else
+    mount -t tmpfs -o ro,size=16k tmpfs "$dir" || { echo "cannot mount a tmpfs (root?)"; return; }
+  fi
+  local log=$SCRATCH/report-$kind.log
+  timeout 300 "$PARASTACK" run --report "$dir/report.json" --log-file "$log" -- \
+    mpirun --oversubscribe -np 4 -x LD_PRELOAD="$FAULT_LIB" -x PS_FAULT_KIND=spin -x PS_FAULT_RANK=1 \
+    -x PS_FAULT_AFTER_SECONDS=3 "$SOLVER" blocking 120 > /dev/null 2>&1 || status=$?
+  [ $status -eq 3 ] || echo "parastack exit status $status, not 3 (hang found, job killed)"
+  grep -q "the report could not be written" "$log" || echo "no line in the log about the report"
+  [ -z "$(ls "$dir" | grep -v '^filler$')" ] || echo "files left: $(ls "$dir" | tr '\n' ' ')"
+  pgrep -f "^$SOLVER " > /dev/null && echo "ranks left running"
+  umount "$dir"
+}
+for ((t = 0; t < REPORT_TRIALS; t++)); do
+  record report unwritable "$(report_trial unwritable)"
+  record report full "$(report_trial full)"
+done
+
+echo
+echo "| section | fault | trials | ranks left stopped or traced, jobs harmed, or checks failed |"
+echo "|---|---|---:|---:|"
+total=0
+total_harmed=0
+for key in $(printf '%s\n' "${!trials[@]}" | sort); do
+  echo "| ${key%%|*} | ${key#*|} | ${trials[$key]} | ${harmed[$key]:-0} |"
+  total=$((total + trials[$key]))
+  total_harmed=$((total_harmed + ${harmed[$key]:-0}))
+done
+echo "| **all** | | $total | $total_harmed |"
+[ "$total_harmed" -eq 0 ]
