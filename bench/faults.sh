@@ -224,10 +224,11 @@ for ((t = 0; t < RUN_TRIALS; t++)); do
   hit "$watcher" "$way"
   problems=""
   [ -n "$launcher" ] && problems=$(check_ranks "$launcher")
+  # SIGTERM to parastack run is meant for the job (it passes it on, as a launcher does): the job
+  # ends without a status of its own, and only the ranks' state is checked.
   deadline=$((SECONDS + 60))
-  while [ ! -s "$dir/status" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  while [ "$way" != term ] && [ ! -s "$dir/status" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
   if [ "$way" = term ]; then
-    # SIGTERM to parastack run is meant for the job (a launcher passes it on): the job ends.
     :
   elif [ "$(cat "$dir/status" 2>/dev/null)" != 0 ]; then
     problems+=" job status $(cat "$dir/status" 2>/dev/null || echo none)"
