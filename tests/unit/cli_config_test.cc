@@ -96,6 +96,22 @@ TEST(SiteConfig, ABadLineAMissingFileAndADirectoryAreNamed) {
   EXPECT_NE(std::get<std::string>(directory).find("directory"), std::string::npos);
 }
 
+TEST(SiteConfig, TheTextIsParsedAsTheFileIsRead) {
+  // parse_site_config is read_site_config without the file: lines as std::getline splits them
+  // (a last line without its newline, a blank one counted), \r trimmed, the path only in messages.
+  const auto parsed = parse_site_config("alpha = 0.01\r\n\n# note\ngrace = \"5\"", "/site.conf");
+  ASSERT_TRUE(std::holds_alternative<std::vector<Setting>>(parsed)) << std::get<std::string>(parsed);
+  const auto& settings = std::get<std::vector<Setting>>(parsed);
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0].value, "0.01");
+  EXPECT_EQ(settings[1].key, "grace");
+  EXPECT_EQ(settings[1].value, "5");
+  EXPECT_EQ(settings[1].line, 4);
+  EXPECT_EQ(std::get<std::string>(parse_site_config("\n\nx", "/site.conf")),
+            "/site.conf line 3: expected 'key = value', got 'x'");
+  EXPECT_TRUE(std::get<std::vector<Setting>>(parse_site_config("", "/site.conf")).empty());
+}
+
 struct Parsed {
   CLI::App app{"test"};
   double alpha = 0.001;
