@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "cli/commands.h"
 #include "cli/job_options.h"
 #include "cli/site_config.h"
 
@@ -50,6 +51,32 @@ TEST(JobOptions, AnUnknownNameOrAMissingValueIsAClearError) {
   EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha"}), std::runtime_error);
   EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha="}), std::runtime_error);
   EXPECT_THROW(expand_job_options({"m", "--job-options"}), std::runtime_error);
+}
+
+// CLI::Range and CLI::PositiveNumber let "nan" through; --grace nan reached the kill as NaN seconds
+// made into milliseconds (undefined behaviour), from the command line, the site file or a job's
+// --parastack=grace=nan. Found by fuzz/job_options_fuzzer.cc.
+TEST(JobOptions, NonFiniteNumbersAreRefused) {
+  for (const std::string name : {"grace", "alpha", "interval", "max-interval", "horizon", "stasis-min"}) {
+    for (const std::string value : {"nan", "-nan", "inf"}) {
+      watch::WatchOptions options;
+      CLI::App app;
+      add_watch_options(app, options);
+      const auto args = expand_job_options({"m", "--job-options", name + "=" + value});
+      std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+      EXPECT_THROW(app.parse(reversed), CLI::ValidationError) << name << "=" << value;
+    }
+  }
+  CLI::App app;
+  const auto run = add_run_command(app);
+  EXPECT_THROW(app.parse(std::vector<std::string>{"true", "--", "nan", "--startup-timeout", "run"}),
+               CLI::ValidationError);
+  watch::WatchOptions options;
+  CLI::App fine;
+  add_watch_options(fine, options);
+  fine.parse(std::vector<std::string>{"2.5", "--grace", "0.125", "--interval"});
+  EXPECT_EQ(options.watchdog.model.initial_interval, 0.125);
+  EXPECT_EQ(options.grace, 2.5);
 }
 
 // A scratch file, removed whatever happens.
