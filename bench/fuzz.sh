@@ -22,8 +22,10 @@ run_one() {
   local target=$1
   mkdir -p "$runs/$target"
   rm -f "$runs/crash-$target-"* "$runs/timeout-$target-"* "$runs/oom-$target-"*
+  local dict=()
+  [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
   # -timeout: one input taking 10 s is a hang; the seed corpus is read, never written.
-  "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
+  "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="$runs/crash-$target-" "$runs/$target" "fuzz/corpus/$target" >"$runs/$target.log" 2>&1 || true
 }
 echo "== fuzzing ${#targets[@]} targets, $seconds s each, $jobs at a time ($(nproc) cores)"

@@ -6,6 +6,7 @@
 // parse or fail with CLI11's ParseError only, and what parses is inside the options' checks.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -49,15 +50,22 @@ std::map<std::string, std::string> last_values(const std::vector<std::string>& a
   return chosen;
 }
 
+// What parsing accepted and config_error did not refuse is a real configuration: finite, inside
+// the options' ranges. (What parsing cannot judge, config_error judges, in words.)
 void check_parsed(const watch::WatchOptions& o) {
+  if (const auto error = stats::config_error(o.watchdog)) {
+    FUZZ_REQUIRE(!error->empty());
+    return;
+  }
   const auto& model = o.watchdog.model;
   FUZZ_REQUIRE(model.alarm.alpha >= 1e-12 && model.alarm.alpha <= 0.5);
-  FUZZ_REQUIRE(model.initial_interval > 0 && model.max_interval > 0 && model.alarm.horizon_seconds > 0);
+  FUZZ_REQUIRE(model.initial_interval > 0 && std::isfinite(model.initial_interval));
+  FUZZ_REQUIRE(model.max_interval > 0 && std::isfinite(model.max_interval));
+  FUZZ_REQUIRE(model.alarm.horizon_seconds > 0 && std::isfinite(model.alarm.horizon_seconds));
+  FUZZ_REQUIRE(model.stasis.early_min_seconds > 0 && std::isfinite(model.stasis.early_min_seconds));
   FUZZ_REQUIRE(model.sets >= 1 && model.sets <= 16);
   FUZZ_REQUIRE(o.watchdog.sampled_ranks >= 1 && o.watchdog.sampled_ranks <= 10000);
-  FUZZ_REQUIRE(o.grace >= 0 && o.grace <= 3600);
-  // What parsing cannot judge is judged next, in words, never by a crash.
-  if (const auto error = stats::config_error(o.watchdog)) FUZZ_REQUIRE(!error->empty());
+  FUZZ_REQUIRE(o.grace >= 0 && o.grace <= 3600);  // false for NaN
 }
 
 // parastack-monitor --check-options: the list expanded, then the watch options parsed.
