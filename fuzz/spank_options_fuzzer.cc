@@ -43,7 +43,7 @@ Expected expected_site(const std::vector<std::string>& args) {
         break;
       }
     }
-    if (field && value.size() < VALUE_MAX) {
+    if (field && value.size() < VALUE_MAX && !(field == &e.actions && value.starts_with("-"))) {
       *field = value;
     } else if (!field && (a == "enable=all" || a == "enable=opt-in")) {
       e.enable_all = a == "enable=all";

@@ -29,7 +29,9 @@ int parastack_parse_site(int ac, char** av, struct site* site) {
     } else if (strncmp(arg, "defaults=", 9) == 0) {
       bad = parastack_copy_value(site->defaults, arg + 9);
     } else if (strncmp(arg, "actions=", 8) == 0) {
-      bad = parastack_copy_value(site->actions, arg + 8);
+      /* A list of action words. One starting with '-' would reach parastack-monitor as an option
+       * of its own: "actions=--job-options=grace=1" overrode the user's choices. */
+      bad = arg[8] == '-' || parastack_copy_value(site->actions, arg + 8);
     } else if (strcmp(arg, "enable=all") == 0) {
       site->enable_all = 1;
     } else if (strcmp(arg, "enable=opt-in") == 0) {

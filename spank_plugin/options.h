@@ -23,7 +23,7 @@ struct site {
 int parastack_copy_value(char* to, const char* from);
 
 /* The plugstack.conf arguments into `site` (defaults first): -1, or the index of the first bad
- * argument (unknown, or a value of VALUE_MAX characters or more). */
+ * argument (unknown, a value of VALUE_MAX characters or more, or actions= starting with '-'). */
 int parastack_parse_site(int ac, char** av, struct site* site);
 
 /* The --parastack value as Slurm hands it to the option's callback: with no argument the batch step
