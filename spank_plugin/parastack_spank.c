@@ -79,9 +79,9 @@ static int run_monitor_here(const char* const* argv) {
 static struct site submit_site;
 static int submit_site_ok = 0;
 
-static int option_callback(int val, const char* optarg, int remote) {
+static int option_callback(int val, const char* argument, int remote) {
   (void)val;
-  const char* value = parastack_option_value(optarg);
+  const char* value = parastack_option_value(argument);
   if (parastack_copy_value(option_value, value) != 0) {
     slurm_error("parastack: --parastack value longer than %d characters", VALUE_MAX - 1);
     return -1;
