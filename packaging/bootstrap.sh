@@ -17,9 +17,11 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # launcher reaches (dropbear-bin installs no service); a real Slurm cluster (tests/slurm/cluster.sh
 # runs its own munged, slurmctld and slurmd under a scratch directory) and local mail delivery
 # (exim4's default configuration delivers to /var/mail without a daemon).
-# clang-format and clang-tidy check the code (packaging/lint.sh).
+# clang-format and clang-tidy check the code (packaging/lint.sh); clang with its runtime libraries
+# (libclang-rt-14-dev: AddressSanitizer, UndefinedBehaviorSanitizer, libFuzzer) builds the sanitizer
+# tests and the fuzzers (check_sanitized).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light
-               clang-format clang-tidy)
+               clang-format clang-tidy clang libclang-rt-14-dev)
 # The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide).
 bench_packages=(hpcc lammps-examples)
 
@@ -65,6 +67,18 @@ check_code() {
   packaging/lint.sh "" build
 }
 
+# The unit and cli tests under AddressSanitizer and UndefinedBehaviorSanitizer, then each libFuzzer
+# target for 20 s over its seed corpus: one clang build in build-asan for both, holding only what
+# they need (README.md, "Sanitizers and fuzzing"; 6 min 39 s on 2 cores from scratch).
+check_sanitized() {
+  echo "== sanitizers: unit and cli tests under ASan+UBSan, then each fuzzer for 20 s (build-asan)"
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_SANITIZE=ON \
+    -DPARASTACK_FUZZ=ON >/dev/null
+  cmake --build build-asan -j"$(nproc)" --target parastack_fast_tests parastack_fuzzers
+  ctest --test-dir build-asan -L 'unit|cli' --output-on-failure -j"$(nproc)" --timeout 900
+  bench/fuzz.sh 20 build-asan
+}
+
 demo() {
   local bin=build/monitor/parastack dir=build/demo status=0
   mkdir -p "$dir"
@@ -89,7 +103,7 @@ demo() {
 case "${1:-}" in
   demo) install_missing; build; demo ;;
   # Each test runs once: a test that fails now and then is a bug to find (it may be a harmed job).
-  test) packages+=("${test_packages[@]}"); install_missing; build; check_code
+  test) packages+=("${test_packages[@]}"); install_missing; build; check_code; check_sanitized
         ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 ;;
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
          bench/slurm-overhead.sh ;;

@@ -33,34 +33,13 @@
 #include <unistd.h>
 
 #include "drop_privileges.h"
+#include "options.h"
 
 SPANK_PLUGIN(parastack, 1);
-
-#ifndef PARASTACK_MONITOR_PATH
-#define PARASTACK_MONITOR_PATH "/usr/local/bin/parastack-monitor"
-#endif
-
-#define VALUE_MAX 1024
-
-struct site {
-  char monitor[VALUE_MAX];
-  char srun[VALUE_MAX];
-  char defaults[VALUE_MAX];
-  char actions[VALUE_MAX];
-  int enable_all;
-  int mail;
-};
 
 /* The option's value as the callback saw it (it may fire more than once: the last one counts). */
 static int option_given = 0;
 static char option_value[VALUE_MAX] = "";
-
-static int copy_value(char* to, const char* from) {
-  const size_t n = strlen(from);
-  if (n >= VALUE_MAX) return -1;
-  memcpy(to, from, n + 1);
-  return 0;
-}
 
 /* The whole (small) /proc file at `path`, NUL-terminated, in `buffer`: its length, or -1. */
 static ssize_t read_proc_file(const char* path, char* buffer, size_t size) {
@@ -74,53 +53,12 @@ static ssize_t read_proc_file(const char* path, char* buffer, size_t size) {
 }
 
 static int parse_site(int ac, char** av, struct site* site) {
-  memset(site, 0, sizeof *site);
-  strcpy(site->monitor, PARASTACK_MONITOR_PATH);
-  strcpy(site->srun, "srun");
-  site->mail = 1;
-  for (int i = 0; i < ac; ++i) {
-    const char* arg = av[i];
-    int bad = 0;
-    if (strncmp(arg, "monitor=", 8) == 0) {
-      bad = copy_value(site->monitor, arg + 8);
-    } else if (strncmp(arg, "srun=", 5) == 0) {
-      bad = copy_value(site->srun, arg + 5);
-    } else if (strncmp(arg, "defaults=", 9) == 0) {
-      bad = copy_value(site->defaults, arg + 9);
-    } else if (strncmp(arg, "actions=", 8) == 0) {
-      bad = copy_value(site->actions, arg + 8);
-    } else if (strcmp(arg, "enable=all") == 0) {
-      site->enable_all = 1;
-    } else if (strcmp(arg, "enable=opt-in") == 0) {
-      site->enable_all = 0;
-    } else if (strcmp(arg, "mail=no") == 0 || strcmp(arg, "mail=yes") == 0) {
-      site->mail = arg[5] == 'y';
-    } else {
-      bad = 1;
-    }
-    if (bad) {
-      slurm_error("parastack: plugstack.conf: bad argument '%s' (see docs/admin-guide.md)", arg);
-      return -1;
-    }
+  const int bad = parastack_parse_site(ac, av, site);
+  if (bad >= 0) {
+    slurm_error("parastack: plugstack.conf: bad argument '%s' (see docs/admin-guide.md)", av[bad]);
+    return -1;
   }
   return 0;
-}
-
-/* The monitor's arguments that carry the site's and the user's choices. */
-static int add_choices(const struct site* site, const char* user, const char** argv, int argc) {
-  if (site->defaults[0]) {
-    argv[argc++] = "--job-options";
-    argv[argc++] = site->defaults;
-  }
-  if (user && user[0]) {
-    argv[argc++] = "--job-options";
-    argv[argc++] = user;
-  }
-  if (site->actions[0]) {
-    argv[argc++] = "--allowed-actions";
-    argv[argc++] = site->actions;
-  }
-  return argc;
 }
 
 /* Runs the monitor at submission and waits: its exit status, or -1. Its output is the user's. */
@@ -142,11 +80,10 @@ static int run_monitor_here(const char* const* argv) {
 static struct site submit_site;
 static int submit_site_ok = 0;
 
-static int option_callback(int val, const char* optarg, int remote) {
+static int option_callback(int val, const char* argument, int remote) {
   (void)val;
-  /* With no argument the batch step sees "", srun steps may see "(null)". */
-  const char* value = (optarg == NULL || strcmp(optarg, "(null)") == 0) ? "" : optarg;
-  if (copy_value(option_value, value) != 0) {
+  const char* value = parastack_option_value(argument);
+  if (parastack_copy_value(option_value, value) != 0) {
     slurm_error("parastack: --parastack value longer than %d characters", VALUE_MAX - 1);
     return -1;
   }
@@ -158,7 +95,7 @@ static int option_callback(int val, const char* optarg, int remote) {
   }
   if (strcmp(value, "off") == 0) return 0;
   const char* argv[16] = {submit_site.monitor, "--check-options"};
-  const int argc = add_choices(&submit_site, value, argv, 2);
+  const int argc = parastack_add_choices(&submit_site, value, argv, 2);
   argv[argc] = NULL;
   if (run_monitor_here(argv) != 0) {
     slurm_error("parastack: --parastack=%s refused (--parastack=help lists the options)", value);
@@ -263,7 +200,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
                           "error"};
   int argc = 20;
   if (site.mail) argv[argc++] = "--mail";
-  argc = add_choices(&site, option_value, argv, argc);
+  argc = parastack_add_choices(&site, option_value, argv, argc);
   argv[argc] = NULL;
   /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
    * that a healthy job's output is what it would be without parastack. */

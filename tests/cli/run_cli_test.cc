@@ -66,8 +66,12 @@ TEST(RunMisuse, ACommandThatIsNotAnMpiJob) {
 
 TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {
   TempDir dir;
-  for (const auto& bad : std::vector<std::vector<std::string>>{
-           {"--alpha", "2"}, {"--action", "explode"}, {"--ranks", "0"}, {"--interval", "-1"}}) {
+  for (const auto& bad : std::vector<std::vector<std::string>>{{"--alpha", "2"},
+                                                               {"--action", "explode"},
+                                                               {"--ranks", "0"},
+                                                               {"--interval", "-1"},
+                                                               {"--grace", "nan"},
+                                                               {"--startup-timeout", "nan"}}) {
     std::vector<std::string> args{"run"};
     args.insert(args.end(), bad.begin(), bad.end());
     args.insert(args.end(), {"--", "touch", "launched"});

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "cli/commands.h"
 #include "cli/job_options.h"
 #include "cli/site_config.h"
 
@@ -50,6 +51,32 @@ TEST(JobOptions, AnUnknownNameOrAMissingValueIsAClearError) {
   EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha"}), std::runtime_error);
   EXPECT_THROW(expand_job_options({"m", "--job-options", "alpha="}), std::runtime_error);
   EXPECT_THROW(expand_job_options({"m", "--job-options"}), std::runtime_error);
+}
+
+// CLI::Range and CLI::PositiveNumber let "nan" through; --grace nan reached the kill as NaN seconds
+// made into milliseconds (undefined behaviour), from the command line, the site file or a job's
+// --parastack=grace=nan. Found by fuzz/job_options_fuzzer.cc.
+TEST(JobOptions, NonFiniteNumbersAreRefused) {
+  for (const std::string name : {"grace", "alpha", "interval", "max-interval", "horizon", "stasis-min"}) {
+    for (const std::string value : {"nan", "-nan", "inf"}) {
+      watch::WatchOptions options;
+      CLI::App app;
+      add_watch_options(app, options);
+      const auto args = expand_job_options({"m", "--job-options", name + "=" + value});
+      std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+      EXPECT_THROW(app.parse(reversed), CLI::ValidationError) << name << "=" << value;
+    }
+  }
+  CLI::App app;
+  const auto run = add_run_command(app);
+  EXPECT_THROW(app.parse(std::vector<std::string>{"true", "--", "nan", "--startup-timeout", "run"}),
+               CLI::ValidationError);
+  watch::WatchOptions options;
+  CLI::App fine;
+  add_watch_options(fine, options);
+  fine.parse(std::vector<std::string>{"2.5", "--grace", "0.125", "--interval"});
+  EXPECT_EQ(options.watchdog.model.initial_interval, 0.125);
+  EXPECT_EQ(options.grace, 2.5);
 }
 
 // A scratch file, removed whatever happens.
@@ -94,6 +121,22 @@ TEST(SiteConfig, ABadLineAMissingFileAndADirectoryAreNamed) {
   const auto directory = read_site_config(std::filesystem::temp_directory_path().string());
   ASSERT_TRUE(std::holds_alternative<std::string>(directory));
   EXPECT_NE(std::get<std::string>(directory).find("directory"), std::string::npos);
+}
+
+TEST(SiteConfig, TheTextIsParsedAsTheFileIsRead) {
+  // parse_site_config is read_site_config without the file: lines as std::getline splits them
+  // (a last line without its newline, a blank one counted), \r trimmed, the path only in messages.
+  const auto parsed = parse_site_config("alpha = 0.01\r\n\n# note\ngrace = \"5\"", "/site.conf");
+  ASSERT_TRUE(std::holds_alternative<std::vector<Setting>>(parsed)) << std::get<std::string>(parsed);
+  const auto& settings = std::get<std::vector<Setting>>(parsed);
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0].value, "0.01");
+  EXPECT_EQ(settings[1].key, "grace");
+  EXPECT_EQ(settings[1].value, "5");
+  EXPECT_EQ(settings[1].line, 4);
+  EXPECT_EQ(std::get<std::string>(parse_site_config("\n\nx", "/site.conf")),
+            "/site.conf line 3: expected 'key = value', got 'x'");
+  EXPECT_TRUE(std::get<std::vector<Setting>>(parse_site_config("", "/site.conf")).empty());
 }
 
 struct Parsed {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "network/monitors.h"
@@ -108,9 +109,15 @@ TEST(Wire, TheTablesOfSeveralMonitorsCombineIntoOne) {
   EXPECT_EQ(entries[5].rank.pid, 200);
 }
 
+// A reader keeps a view of its message: built on a temporary (a reply straight from serve_request)
+// it read freed memory (AddressSanitizer, in the test below); that no longer compiles.
+static_assert(!std::is_constructible_v<WireReader, std::string>);
+static_assert(std::is_constructible_v<WireReader, const std::string&>);
+
 TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   FixedNodeWorker worker;
-  WireReader adopted(serve_request(worker, 0, adopt_request("instance-1")));
+  const std::string adopt_reply = serve_request(worker, 0, adopt_request("instance-1"));
+  WireReader adopted(adopt_reply);
   EXPECT_EQ(adopted.u32(), 2u);  // the reply: how many ranks of it this monitor holds
   EXPECT_EQ(worker.adopted, "instance-1");
   const auto snapshots = decode_snapshots(serve_request(worker, 0, snapshot_request({1, 0})));

@@ -1,10 +1,25 @@
 // Options shared by parastack and parastack-monitor.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <iostream>
 
 #include "cli/commands.h"
 
 namespace parastack::cli {
+
+const CLI::Validator& finite_number() {
+  static const CLI::Validator finite(
+      [](std::string& text) {
+        double value = 0;
+        // What is not a number at all is the option's own conversion's to refuse.
+        if (CLI::detail::lexical_cast(text, value) && !std::isfinite(value)) {
+          return "Value " + text + " is not a finite number";
+        }
+        return std::string();
+      },
+      "FINITE");
+  return finite;
+}
 
 // Long on purpose: one registration per option.
 void add_model_options(CLI::App& command, stats::ModelConfig& config) {
@@ -13,6 +28,7 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
                   "Significance level: the accepted probability of a false alarm (per job with "
                   "the default budget, per test with --budget per-test)")
       ->check(CLI::Range(1e-12, 0.5))
+      ->check(finite_number())
       ->capture_default_str();
   command
       .add_option_function<std::string>(
@@ -54,18 +70,22 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
       .add_option("--stasis-min", config.stasis.early_min_seconds,
                   "The model-free stasis rule never fires on a standstill shorter than this, seconds")
       ->check(CLI::PositiveNumber)
+      ->check(finite_number())
       ->capture_default_str();
   command
       .add_option("--horizon", config.alarm.horizon_seconds,
                   "Job length in seconds the per-job budget is planned for (longer jobs stay "
                   "covered)")
       ->check(CLI::PositiveNumber)
+      ->check(finite_number())
       ->capture_default_str();
   command.add_option("--interval", config.initial_interval, "Initial sampling interval I, seconds")
       ->check(CLI::PositiveNumber)
+      ->check(finite_number())
       ->capture_default_str();
   command.add_option("--max-interval", config.max_interval, "I never doubles beyond this, seconds")
       ->check(CLI::PositiveNumber)
+      ->check(finite_number())
       ->capture_default_str();
   command.add_option("--sets", config.sets, "Disjoint monitored rank sets")
       ->check(CLI::Range(1, 16))
@@ -97,6 +117,7 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
                      "./parastack-HOST-PID.json, written by the leader)");
   command.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
       ->check(CLI::Range(0.0, 3600.0))
+      ->check(finite_number())
       ->capture_default_str();
   command.add_option("--log-file", options.log_file, "Log to this file instead of stderr");
   command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")

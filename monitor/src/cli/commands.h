@@ -35,6 +35,11 @@ class JobSelectorOptions {
   CLI::Option *slurm_ = nullptr, *pbs_ = nullptr, *pid_ = nullptr;
 };
 
+// Also on every floating-point option: CLI::Range and CLI::PositiveNumber let "nan" through (each
+// comparison with NaN is false), and NaN seconds made into a duration or an integer is undefined
+// behaviour (--grace nan at the kill, --interval nan between samples).
+const CLI::Validator& finite_number();
+
 // Model options shared by every command that runs the model (--alpha, --budget, ...).
 void add_model_options(CLI::App& command, stats::ModelConfig& config);
 // The options of every entrance that watches a job (parastack run, parastack-monitor): the model's,

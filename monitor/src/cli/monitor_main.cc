@@ -224,11 +224,13 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
                  "Seconds a monitor may take to answer before its node counts as lost (monitoring then "
                  "stops; the job runs on)")
       ->check(CLI::Range(0.1, 86400.0))
+      ->check(finite_number())
       ->capture_default_str();
   app.add_option("--linger", options.linger,
                  "After a program ends, end monitoring if no other starts within this many seconds (0: "
                  "wait for the job's end)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(CLI::Range(0.0, 1e9))
+      ->check(finite_number());
   app.add_flag("--share-node", options.share_node,
                "Testing: monitors share one machine; monitor m of M takes the block of ranks r with "
                "r * M / world_size == m, as if each were on its own node");
@@ -240,6 +242,7 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
       ->capture_default_str();
   app.add_option("--stack-interval", options.stack_interval, "--stacks: seconds between samples")
       ->check(CLI::Range(0.0, 3600.0))
+      ->check(finite_number())
       ->capture_default_str();
   app.add_option("--stack-format", options.stack_format, "--stacks: text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))

@@ -143,6 +143,7 @@ std::function<int()> add_run_command(CLI::App& app) {
       ->add_option("--startup-timeout", options->startup_timeout,
                    "Seconds to wait for the first MPI rank before giving up watching")
       ->check(CLI::Range(0.1, 86400.0))
+      ->check(finite_number())
       ->capture_default_str();
   command->add_option("command", options->command, "The launcher and its arguments, after --");
   auto* config = command

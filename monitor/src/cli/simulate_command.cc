@@ -176,6 +176,7 @@ std::function<int()> add_simulate_command(CLI::App& app) {
                       "Write one synthetic job's trace (JSON Lines) instead of running a campaign");
   command->add_option("--duration", options->duration, "Trace mode: job length, seconds")
       ->check(CLI::PositiveNumber)
+      ->check(finite_number())
       ->capture_default_str();
   command->add_option("--hang-at", options->hang_at, "Trace mode: hang onset, seconds (default: none)");
   command->add_option("--fault", options->fault, "Trace mode: computation or deadlock")

@@ -1,9 +1,11 @@
 #include "cli/site_config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace parastack::cli {
 namespace {
@@ -21,9 +23,18 @@ std::variant<std::vector<Setting>, std::string> read_site_config(const std::stri
   if (std::filesystem::is_directory(path, error)) return "cannot read " + path + ": it is a directory";
   std::ifstream in(path);
   if (!in) return "cannot read " + path + ": " + std::strerror(errno);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return "cannot read " + path + ": " + std::strerror(errno);
+  return parse_site_config(text, path);
+}
+
+std::variant<std::vector<Setting>, std::string> parse_site_config(std::string_view text, const std::string& path) {
   std::vector<Setting> settings;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  // Lines as std::getline gives them: split at each newline, the last one with or without it.
+  for (std::size_t at = 0, number = 1; at < text.size(); ++number) {
+    const auto end = std::min(text.find('\n', at), text.size());
+    std::string line(text.substr(at, end - at));
+    at = end + 1;
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     const auto equals = line.find('=');
@@ -32,9 +43,8 @@ std::variant<std::vector<Setting>, std::string> read_site_config(const std::stri
     }
     std::string value = trim(line.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    settings.push_back({trim(line.substr(0, equals)), value, number});
+    settings.push_back({trim(line.substr(0, equals)), value, static_cast<int>(number)});
   }
-  if (in.bad()) return "cannot read " + path + ": " + std::strerror(errno);
   return settings;
 }
 

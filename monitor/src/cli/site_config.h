@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct Setting {
 
 // The settings of a file, or what is wrong with it (unreadable, a line that is not key = value).
 std::variant<std::vector<Setting>, std::string> read_site_config(const std::string& path);
+// The same on the file's text (pure: read_site_config reads the file and calls it); `path` only
+// names the file in what is wrong.
+std::variant<std::vector<Setting>, std::string> parse_site_config(std::string_view text, const std::string& path);
 
 // Applies settings to a parsed subcommand: each sets the option --KEY unless the command line
 // already did, with the option's own validation. The first problem, naming the file and line.

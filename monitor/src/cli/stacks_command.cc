@@ -67,6 +67,7 @@ std::function<int()> add_stacks_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--interval", options->interval, "Seconds between samples")
       ->check(CLI::Range(0.0, 3600.0))
+      ->check(finite_number())
       ->capture_default_str();
   command->add_option("--format", options->format, "text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))

@@ -44,6 +44,8 @@ class WireWriter {
 class WireReader {
  public:
   explicit WireReader(std::string_view bytes) : bytes_(bytes) {}
+  // The reader keeps a view: a temporary message would be gone before the first read.
+  explicit WireReader(std::string&& bytes) = delete;
   std::uint8_t u8() { return raw<std::uint8_t>(); }
   std::uint16_t u16() { return raw<std::uint16_t>(); }
   std::uint32_t u32() { return raw<std::uint32_t>(); }

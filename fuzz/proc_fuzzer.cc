@@ -1,0 +1,116 @@
+// The /proc parsers (os/proc.h) on anything: a process controls its own name and mappings, and a
+// file read while the process exits can be cut anywhere. The first byte picks the parser (0 stat,
+// 1 status, 2 maps, 3 io); the rest is the file. A parser never throws, says EINVAL when it gives
+// nothing, and what it gives, written back in the kernel's layout, parses to the same value.
+#include <cerrno>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "check.h"
+#include "os/proc.h"
+
+namespace {
+
+using namespace parastack::os;
+
+std::string hex(std::uint64_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text;
+  do {
+    text.insert(text.begin(), digits[value % 16]);
+    value /= 16;
+  } while (value != 0);
+  return text;
+}
+
+void check_stat(std::string_view text) {
+  errno = 0;
+  const auto stat = parse_stat(text);
+  if (!stat) {
+    FUZZ_REQUIRE(errno == EINVAL);
+    return;
+  }
+  // The name is everything between the first '(' and the last ')'.
+  const auto open = text.find('('), close = text.rfind(')');
+  FUZZ_REQUIRE(open != std::string_view::npos && close != std::string_view::npos && open < close);
+  FUZZ_REQUIRE(stat->comm == text.substr(open + 1, close - open - 1));
+  FUZZ_REQUIRE(stat->state != ' ' && stat->state != '\n' && stat->state != ')');
+  // Fields 3 (state), 4 (ppid), 9 (flags), 14 + 15 (utime + stime), 22 (starttime).
+  const std::string line = "1 (" + stat->comm + ") " + stat->state + " " + std::to_string(stat->parent.value) +
+                           " 0 0 0 0 " + std::to_string(stat->flags) + " 0 0 0 0 " + std::to_string(stat->cpu_ticks) +
+                           " 0 0 0 0 0 0 0 " + std::to_string(stat->start_ticks) + " 0 0\n";
+  const auto again = parse_stat(line);
+  FUZZ_REQUIRE(again);
+  FUZZ_REQUIRE(again->comm == stat->comm && again->state == stat->state);
+  FUZZ_REQUIRE(again->parent.value == stat->parent.value && again->flags == stat->flags);
+  FUZZ_REQUIRE(again->cpu_ticks == stat->cpu_ticks && again->start_ticks == stat->start_ticks);
+}
+
+void check_status(std::string_view text) {
+  errno = 0;
+  const auto status = parse_status(text);
+  if (!status) {
+    FUZZ_REQUIRE(errno == EINVAL);
+    return;
+  }
+  const auto again = parse_status("Name:\tx\nTracerPid:\t" + std::to_string(status->tracer) + "\nUid:\t" +
+                                  std::to_string(status->real_uid) + "\t0\t0\t0\n");
+  FUZZ_REQUIRE(again && again->real_uid == status->real_uid && again->tracer == status->tracer);
+}
+
+void check_maps(std::string_view text) {
+  const auto maps = parse_maps(text);
+  FUZZ_REQUIRE(maps);  // always a value: lines it cannot read are skipped
+  std::size_t lines = 0;
+  for (std::size_t at = 0; at < text.size(); ++lines) {
+    const auto end = text.find('\n', at);
+    at = end == std::string_view::npos ? text.size() : end + 1;
+  }
+  FUZZ_REQUIRE(maps->size() <= lines);
+  for (const auto& m : *maps) {
+    FUZZ_REQUIRE(m.path.find('\n') == std::string::npos);
+    std::string line = hex(m.start) + "-" + hex(m.end) + " " + (m.readable ? "r" : "-") + "-" +
+                       (m.executable ? "x" : "-") + "p " + hex(m.offset) + " fe:00 " + std::to_string(m.inode);
+    if (!m.path.empty()) line += "                     " + m.path;
+    const auto again = parse_maps(line + "\n");
+    FUZZ_REQUIRE(again && again->size() == 1);
+    const auto& a = again->front();
+    FUZZ_REQUIRE(a.start == m.start && a.end == m.end && a.offset == m.offset && a.inode == m.inode);
+    FUZZ_REQUIRE(a.readable == m.readable && a.executable == m.executable && a.path == m.path);
+  }
+}
+
+void check_io(std::string_view text) {
+  errno = 0;
+  const auto io = parse_io(text);
+  if (!io) {
+    FUZZ_REQUIRE(errno == EINVAL);
+    return;
+  }
+  const auto again = parse_io("rchar: " + std::to_string(io->read_chars) +
+                              "\nwchar: " + std::to_string(io->written_chars) + "\nsyscr: 1\n");
+  FUZZ_REQUIRE(again && again->read_chars == io->read_chars && again->written_chars == io->written_chars);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 4) {
+    case 0:
+      check_stat(text);
+      break;
+    case 1:
+      check_status(text);
+      break;
+    case 2:
+      check_maps(text);
+      break;
+    default:
+      check_io(text);
+      break;
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+/* The plugin's parsing (options.h): moved out of parastack_spank.c unchanged. */
+#include "options.h"
+
+#include <string.h>
+
+#ifndef PARASTACK_MONITOR_PATH
+#define PARASTACK_MONITOR_PATH "/usr/local/bin/parastack-monitor"
+#endif
+
+int parastack_copy_value(char* to, const char* from) {
+  const size_t n = strlen(from);
+  if (n >= VALUE_MAX) return -1;
+  memcpy(to, from, n + 1);
+  return 0;
+}
+
+int parastack_parse_site(int ac, char** av, struct site* site) {
+  memset(site, 0, sizeof *site);
+  strcpy(site->monitor, PARASTACK_MONITOR_PATH);
+  strcpy(site->srun, "srun");
+  site->mail = 1;
+  for (int i = 0; i < ac; ++i) {
+    const char* arg = av[i];
+    int bad = 0;
+    if (strncmp(arg, "monitor=", 8) == 0) {
+      bad = parastack_copy_value(site->monitor, arg + 8);
+    } else if (strncmp(arg, "srun=", 5) == 0) {
+      bad = parastack_copy_value(site->srun, arg + 5);
+    } else if (strncmp(arg, "defaults=", 9) == 0) {
+      bad = parastack_copy_value(site->defaults, arg + 9);
+    } else if (strncmp(arg, "actions=", 8) == 0) {
+      /* A list of action words. One starting with '-' would reach parastack-monitor as an option
+       * of its own: "actions=--job-options=grace=1" overrode the user's choices. */
+      bad = arg[8] == '-' || parastack_copy_value(site->actions, arg + 8);
+    } else if (strcmp(arg, "enable=all") == 0) {
+      site->enable_all = 1;
+    } else if (strcmp(arg, "enable=opt-in") == 0) {
+      site->enable_all = 0;
+    } else if (strcmp(arg, "mail=no") == 0 || strcmp(arg, "mail=yes") == 0) {
+      site->mail = arg[5] == 'y';
+    } else {
+      bad = 1;
+    }
+    if (bad) return i;
+  }
+  return -1;
+}
+
+const char* parastack_option_value(const char* optarg) {
+  return (optarg == NULL || strcmp(optarg, "(null)") == 0) ? "" : optarg;
+}
+
+int parastack_add_choices(const struct site* site, const char* user, const char** argv, int argc) {
+  if (site->defaults[0]) {
+    argv[argc++] = "--job-options";
+    argv[argc++] = site->defaults;
+  }
+  if (user && user[0]) {
+    argv[argc++] = "--job-options";
+    argv[argc++] = user;
+  }
+  if (site->actions[0]) {
+    argv[argc++] = "--allowed-actions";
+    argv[argc++] = site->actions;
+  }
+  return argc;
+}

@@ -1,0 +1,41 @@
+/* What the plugin parses, apart from Slurm: the plugstack.conf arguments and the --parastack value.
+ * Pure C (no Slurm call, no I/O), so the fuzzer (fuzz/spank_options_fuzzer.cc) compiles it as the
+ * plugin does. The names are not exported from parastack.so (version.map). */
+#ifndef PARASTACK_SPANK_OPTIONS_H
+#define PARASTACK_SPANK_OPTIONS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VALUE_MAX 1024
+
+struct site {
+  char monitor[VALUE_MAX];
+  char srun[VALUE_MAX];
+  char defaults[VALUE_MAX];
+  char actions[VALUE_MAX];
+  int enable_all;
+  int mail;
+};
+
+/* `from` into `to` (VALUE_MAX bytes): 0, or -1 (and `to` untouched) when it does not fit. */
+int parastack_copy_value(char* to, const char* from);
+
+/* The plugstack.conf arguments into `site` (defaults first): -1, or the index of the first bad
+ * argument (unknown, a value of VALUE_MAX characters or more, or actions= starting with '-'). */
+int parastack_parse_site(int ac, char** av, struct site* site);
+
+/* The --parastack value as Slurm hands it to the option's callback: with no argument the batch step
+ * sees "", srun steps may see "(null)" (or NULL); both mean "". */
+const char* parastack_option_value(const char* optarg);
+
+/* Appends the monitor's arguments that carry the site's and the user's choices to argv[argc...]
+ * (at most 6); the new argc. */
+int parastack_add_choices(const struct site* site, const char* user, const char** argv, int argc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,61 @@
+// The SPANK plugin's parsing (spank_plugin/options.h), which the plugin runs inside Slurm: the
+// plugstack.conf arguments, the --parastack value, and the monitor's arguments built from them.
+#include "options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+int parse(std::vector<std::string> args, site& s) {
+  std::vector<char*> av;
+  for (auto& a : args) av.push_back(a.data());
+  return parastack_parse_site(static_cast<int>(av.size()), av.data(), &s);
+}
+
+TEST(SpankOptions, DefaultsThenTheLastSettingOfEach) {
+  site s;
+  ASSERT_EQ(parse({}, s), -1);
+  EXPECT_STREQ(s.srun, "srun");
+  EXPECT_EQ(s.mail, 1);
+  EXPECT_EQ(s.enable_all, 0);
+  ASSERT_EQ(parse({"monitor=/opt/a", "enable=all", "mail=no", "monitor=/opt/b", "actions=kill,report"}, s), -1);
+  EXPECT_STREQ(s.monitor, "/opt/b");
+  EXPECT_STREQ(s.actions, "kill,report");
+  EXPECT_EQ(s.enable_all, 1);
+  EXPECT_EQ(s.mail, 0);
+}
+
+TEST(SpankOptions, TheFirstBadArgumentIsNamed) {
+  site s;
+  EXPECT_EQ(parse({"enable=all", "colour=blue"}, s), 1);
+  EXPECT_EQ(parse({"monitor=" + std::string(VALUE_MAX, 'x')}, s), 0);  // does not fit
+  EXPECT_EQ(parse({"monitor=" + std::string(VALUE_MAX - 1, 'x')}, s), -1);
+}
+
+// Found by fuzz/spank_options_fuzzer.cc: the plugin hands actions= to parastack-monitor as the
+// argument after --allowed-actions, and expand_job_options reads any "--job-options=..." argument
+// as a list, so a site's actions=--job-options=grace=1 overrode the user's own values.
+TEST(SpankOptions, AnActionsValueThatLooksLikeAnOptionIsRefused) {
+  site s;
+  EXPECT_EQ(parse({"actions=--job-options=grace=1"}, s), 0);
+  EXPECT_EQ(parse({"mail=yes", "actions=-x"}, s), 1);
+}
+
+TEST(SpankOptions, TheOptionValueAndTheMonitorsArguments) {
+  EXPECT_STREQ(parastack_option_value(nullptr), "");
+  EXPECT_STREQ(parastack_option_value("(null)"), "");
+  EXPECT_STREQ(parastack_option_value("action=report"), "action=report");
+  site s;
+  ASSERT_EQ(parse({"defaults=alpha=0.01", "actions=kill"}, s), -1);
+  const char* argv[16] = {"parastack-monitor", "--check-options"};
+  const int argc = parastack_add_choices(&s, "grace=5", argv, 2);
+  ASSERT_EQ(argc, 8);
+  const std::vector<std::string> got(argv, argv + argc);
+  EXPECT_EQ(got, (std::vector<std::string>{"parastack-monitor", "--check-options", "--job-options", "alpha=0.01",
+                                           "--job-options", "grace=5", "--allowed-actions", "kill"}));
+}
+
+}  // namespace
