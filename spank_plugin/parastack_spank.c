@@ -88,7 +88,11 @@ static int option_callback(int val, const char* argument, int remote) {
     return -1;
   }
   option_given = 1;
-  if (remote || !submit_site_ok) return 0;
+  if (remote) return 0;
+  if (!submit_site_ok) {
+    slurm_error("parastack: the cluster's parastack set-up (plugstack.conf) is wrong; this job runs unwatched");
+    return 0;
+  }
   if (strcmp(value, "help") == 0) {
     const char* argv[] = {submit_site.monitor, "--list-options", NULL};
     exit(run_monitor_here(argv) == 0 ? 0 : 1);
@@ -127,20 +131,18 @@ static int help_on_command_line(void) {
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   const spank_context_t context = spank_context();
-  if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) {
-    submit_site_ok = parse_site(ac, av, &submit_site) == 0;
-    if (!submit_site_ok) return -1;
-  }
-  if (context == S_CTX_ALLOCATOR && help_on_command_line()) {
+  /* A wrong plugstack.conf argument (parse_site has said which) must not stop anybody's sbatch or
+   * srun: the option stays registered, and a job that asks for it is told it runs unwatched. */
+  if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) submit_site_ok = parse_site(ac, av, &submit_site) == 0;
+  if (context == S_CTX_ALLOCATOR && submit_site_ok && help_on_command_line()) {
     const char* argv[] = {submit_site.monitor, "--list-options", NULL};
     exit(run_monitor_here(argv) == 0 ? 0 : 1);
   }
   if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR && context != S_CTX_REMOTE) return 0;
   if (spank_option_register(sp, &parastack_option) != ESPANK_SUCCESS) {
-    slurm_error("parastack: cannot register --parastack");
-    return -1;
+    slurm_error("parastack: cannot register --parastack; jobs are not watched");
   }
-  return 0;
+  return 0; /* never fail a submission or a job for the watchdog's sake */
 }
 
 /* A NAME=VALUE entry of the job's environment, or NULL. */

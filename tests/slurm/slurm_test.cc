@@ -158,6 +158,25 @@ TEST_F(SlurmPlugin, ABadOptionIsRefusedAtSubmissionWithAClearMessage) {
   EXPECT_EQ(cluster().as_user({"squeue", "-h", "-u", SlurmCluster::user()}).out, "") << "nothing was queued";
 }
 
+// A wrong plugstack.conf argument is the site's mistake: it never stops a submission, with or
+// without --parastack, and a job that asked to be watched is told that it is not.
+TEST_F(SlurmPlugin, AWrongPlugstackArgumentNeverStopsASubmission) {
+  cluster().set_plugstack("no-such-setting=1");
+  for (const std::vector<std::string>& option : {std::vector<std::string>{}, {"--parastack"}}) {
+    std::vector<std::string> sbatch{"sbatch", "--parsable"};
+    sbatch.insert(sbatch.end(), option.begin(), option.end());
+    sbatch.insert(sbatch.end(), {"--wrap", "true"});
+    const auto submitted = cluster().as_user(sbatch);
+    ASSERT_EQ(submitted.status, 0) << submitted.err;
+    if (!option.empty()) {
+      EXPECT_NE(submitted.err.find("this job runs unwatched"), std::string::npos) << submitted.err;
+    }
+    const std::string id = submitted.out.substr(0, submitted.out.find_first_not_of("0123456789"));
+    const auto job = cluster().wait_ended(id, 300);
+    EXPECT_EQ(job.state, "COMPLETED") << job.record;
+  }
+}
+
 TEST_F(SlurmPlugin, AHealthySrunJobCompletesUntouchedWithMonitorsBesideIt) {
   const auto out = run_healthy("srun", {"--parastack"});
   EXPECT_NE(out.find("step parastack"), std::string::npos) << "the monitors' step ran beside the job:\n" << out;
