@@ -131,6 +131,44 @@ TEST(Sampler, FinalizeIsInMpiAndAnApplicationMpiNameIsNot) {
   EXPECT_EQ(sampler::classify_by_name(names, true), RankState::InMpi);  // the name rule is fooled
 }
 
+// A rank stopped inside the kernel's vdso (clock_gettime) is unwound through it: the vdso has no
+// file for libunwind to read its unwind table from, so the sampler hands it the table from the
+// vdso's image. Before, such a stack read "?? > clock_gettime > ??" and its path was unknown.
+TEST(Sampler, RankStoppedInTheVdsoIsUnwoundThroughIt) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "clock"});
+  const auto launched = job.wait_ready();
+  StackSampler sampler;
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  // The loop spends most of its time in the vdso; wait for a sample that stopped it there.
+  std::optional<sampler::RankSample> in_vdso;
+  for (int attempt = 0; attempt < 500 && !in_vdso; ++attempt) {
+    auto s = sampler.sample(os::Pid{launched[1].pid}, with_frames);
+    ASSERT_FALSE(s.failure) << s.describe();
+    if (!s.frames.empty() && s.frames[0].module == "[vdso]") in_vdso = std::move(s);
+  }
+  ASSERT_TRUE(in_vdso) << "no sample in 500 stopped the rank inside the vdso";
+  std::vector<std::string> names;
+  for (const auto& f : in_vdso->frames) names.push_back(f.module + ":" + f.function);
+  const auto joined = ::testing::PrintToString(names);
+  EXPECT_EQ(in_vdso->state, RankState::OutMpi) << joined << " " << in_vdso->describe();
+  EXPECT_NE(in_vdso->path, 0u) << joined;
+  EXPECT_TRUE(in_vdso->frames[0].function.find("clock_gettime") != std::string::npos) << joined;
+  const auto has = [&](std::string_view function) {
+    return std::any_of(in_vdso->frames.begin(), in_vdso->frames.end(),
+                       [&](const auto& f) { return f.function == function; });
+  };
+  EXPECT_TRUE(has("read_cpu_clock_forever")) << joined;
+  EXPECT_TRUE(has("main")) << joined;
+  // The path is the loop's, wherever in it the rank was stopped: in the vdso or in its own code.
+  std::set<std::uint64_t> paths;
+  for (int i = 0; i < 50; ++i) {
+    const auto s = sampler.sample(os::Pid{launched[1].pid});
+    if (s.path != 0) paths.insert(s.path);
+  }
+  EXPECT_EQ(paths, std::set<std::uint64_t>{in_vdso->path});
+}
+
 TEST(Sampler, BusyPollingRankIsSeenInMpiTestOrItsLoop) {
   MpiJob job(3, test_program("ps_target"), {"testpoll", "compute"});
   const auto launched = job.wait_ready();
@@ -253,6 +291,24 @@ TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
   EXPECT_GT(valid, 0);
   EXPECT_GT(exited, 0);
   EXPECT_EQ(job.wait_exit(30s), 0);
+}
+
+// A thread whose stack pointer points at nothing: the copy reads no byte, and the sample says so
+// with the errno's text rather than "incomplete unwind"; the process runs on, untouched.
+TEST(Sampler, UnreadableStackIsUnknownWithTheReadError) {
+  testing::ChildProcess child({test_program("ps_nompi"), "lost-stack"});
+  child.wait_ready_file("nompi", 30s);
+  StackSampler sampler;
+  sampler::RankSample s;
+  // The ready file is written just before the stack pointer is moved: sample until it has been.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  do {
+    s = sampler.sample(os::Pid{child.pid()});
+    ASSERT_FALSE(s.failure) << s.describe();
+  } while (s.note.rfind("stack not readable", 0) != 0 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(s.state, RankState::Unknown);
+  EXPECT_EQ(s.note, "stack not readable at the stack pointer: Bad address");
+  EXPECT_TRUE(makes_progress(os::Pid{child.pid()}));
 }
 
 TEST(Sampler, NonMpiProcessIsOutOfMpiAndNotARank) {
@@ -565,10 +621,8 @@ TEST(SampledPath, HungRanksKeepOnePath) {
   }
 }
 
-// A healthy solver computing 2-4 ms per iteration. Not longer: its compute loop reads its CPU clock
-// every few microseconds, so a sample of a computing rank often stops in the vdso, whose path is
-// unknown (stack_sampler.cc); with the default 20-40 ms the slowest rank shows a known path in a
-// quarter of the samples only, too few to rely on seeing two of them in 50.
+// A healthy solver computing 2-4 ms per iteration, short enough that 50 samples see every rank
+// both computing and exchanging.
 class HealthySolverPaths : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(HealthySolverPaths, RanksMoveBetweenPaths) {

@@ -1,4 +1,8 @@
-/* ps_nompi: a process without MPI. "spin" computes forever after writing $PS_READY_DIR/nompi. */
+/* ps_nompi: a process without MPI, written $PS_READY_DIR/nompi once it runs.
+ *
+ *   ps_nompi spin       computes forever
+ *   ps_nompi lost-stack spins with its stack pointer at an unmapped address (a rank that
+ *                       corrupted its stack pointer): nothing can be read at it */
 #include <string.h>
 
 #include "ready_file.h"
@@ -9,11 +13,20 @@ __attribute__((noinline)) static void spin_step(void) {
   for (int i = 1; i < 100000; ++i) sink += 1.0 / i;
 }
 
+/* Never returns and never touches memory: a ptrace stop needs no stack, a signal would kill it.
+ * Address 16 is in the first page, which Linux never maps (vm.mmap_min_addr). */
+__attribute__((noreturn)) static void spin_without_a_stack(void) {
+  __asm__ volatile("mov $16, %%rsp\n1: jmp 1b" ::: "memory");
+  __builtin_unreachable();
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2 || strcmp(argv[1], "spin") != 0) {
-    fprintf(stderr, "usage: ps_nompi spin\n");
+  const int lost_stack = argc >= 2 && strcmp(argv[1], "lost-stack") == 0;
+  if (argc < 2 || (!lost_stack && strcmp(argv[1], "spin") != 0)) {
+    fprintf(stderr, "usage: ps_nompi spin|lost-stack\n");
     return 2;
   }
   write_ready_file("nompi");
+  if (lost_stack) spin_without_a_stack();
   for (;;) spin_step();
 }

@@ -7,7 +7,8 @@
  *
  * Modes: wait (MPI_Irecv + MPI_Wait), recv, barrier, allreduce, testpoll (MPI_Irecv + an
  * MPI_Test loop), compute (a loop several frames deep), halo (a compute loop in a function whose
- * name starts with mpi_), finalize (MPI_Finalize, which waits for the last rank).
+ * name starts with mpi_), finalize (MPI_Finalize, which waits for the last rank), clock (a loop
+ * reading the thread's CPU clock, so that most of its time is spent inside the kernel's vdso).
  * Each rank writes $PS_READY_DIR/rank.N (its pid) just before entering its mode. */
 #include <mpi.h>
 #include <stdio.h>
@@ -43,6 +44,16 @@ __attribute__((noinline, noreturn)) void mpi_exchange_halo(void) {
   for (;;) sink = compute_kernel(1 << 16);
 }
 
+/* CLOCK_THREAD_CPUTIME_ID has no fast path in the vdso: the vdso's clock_gettime makes the system
+ * call itself, so a sample mostly stops the thread with its pc in the vdso. */
+__attribute__((noinline, noreturn)) static void read_cpu_clock_forever(void) {
+  struct timespec ts;
+  for (;;) {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    sink = (double)ts.tv_nsec;
+  }
+}
+
 static void announce(int rank) {
   char name[64];
   snprintf(name, sizeof name, "rank.%d", rank);
@@ -56,6 +67,8 @@ static void run_mode(const char* mode, int rank, int size) {
   announce(rank);
   if (strcmp(mode, "compute") == 0) {
     compute_forever();
+  } else if (strcmp(mode, "clock") == 0) {
+    read_cpu_clock_forever();
   } else if (strcmp(mode, "halo") == 0) {
     mpi_exchange_halo();
   } else if (strcmp(mode, "wait") == 0) {

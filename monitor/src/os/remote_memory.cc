@@ -22,7 +22,9 @@ RemoteRead read_remote(Pid pid, std::uint64_t address, void* buffer, std::size_t
   iovec local{buffer, length};
   const ssize_t n = ::process_vm_readv(pid.value, &local, 1, remote.data(), remote.size(), 0);
   if (n > 0) return {static_cast<std::size_t>(n), PtraceStatus::Ok};
-  return {0, n == 0 ? PtraceStatus::Failed : status_from_errno(errno)};
+  if (n == 0) return {0, PtraceStatus::Failed, EFAULT};
+  const int error = errno;
+  return {0, status_from_errno(error), error};
 }
 
 }  // namespace parastack::os

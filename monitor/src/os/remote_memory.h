@@ -16,6 +16,7 @@ struct RemoteRead {
   // Ok when any byte was read; otherwise why not: Gone (ESRCH), Denied (EPERM), Failed (EFAULT:
   // nothing mapped at the address, or anything else).
   PtraceStatus status = PtraceStatus::Ok;
+  int error = 0;  // errno when nothing was read
 };
 
 RemoteRead read_remote(Pid pid, std::uint64_t address, void* buffer, std::size_t length);

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <cerrno>
+
 #include <utility>
 
 #include "os/proc.h"
@@ -52,6 +54,19 @@ const char* to_string(StopFailure failure) {
       return "could not stop";
   }
   return "?";
+}
+
+StopFailure failure_from_errno(int error) {
+  switch (error) {
+    case ENOENT:
+    case ESRCH:
+      return StopFailure::Exited;
+    case EPERM:
+    case EACCES:
+      return StopFailure::Denied;
+    default:
+      return StopFailure::Failed;
+  }
 }
 
 TerminationSignalsHeld::TerminationSignalsHeld() {

@@ -24,6 +24,9 @@ enum class StopFailure {
   Failed,         // anything else
 };
 const char* to_string(StopFailure failure);
+// The failure an errno from reading a process's /proc files or memory stands for: ENOENT and
+// ESRCH mean it is gone, EPERM and EACCES that it is not ours; anything else is Failed.
+StopFailure failure_from_errno(int error);
 
 // Blocks the termination signals for its lifetime; pending ones are delivered at destruction.
 class TerminationSignalsHeld {

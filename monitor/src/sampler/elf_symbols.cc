@@ -13,6 +13,21 @@
 namespace parastack::sampler {
 namespace {
 
+// A bounds-checked view of an ELF image: a mapped file, or a copy of a process's vdso.
+class ElfBytes {
+ public:
+  explicit ElfBytes(std::span<const unsigned char> bytes) : bytes_(bytes) {}
+
+  template <typename T>
+  const T* at(std::uint64_t offset, std::uint64_t count = 1) const {
+    if (offset > bytes_.size() || count * sizeof(T) > bytes_.size() - offset) return nullptr;
+    return reinterpret_cast<const T*>(bytes_.data() + offset);
+  }
+
+ private:
+  std::span<const unsigned char> bytes_;
+};
+
 // A read-only mapping of the whole file, unmapped on scope exit.
 class MappedFile {
  public:
@@ -31,11 +46,7 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
 
-  template <typename T>
-  const T* at(std::uint64_t offset, std::uint64_t count = 1) const {
-    if (!data_ || offset > size_ || count * sizeof(T) > size_ - offset) return nullptr;
-    return reinterpret_cast<const T*>(data_ + offset);
-  }
+  std::span<const unsigned char> bytes() const { return {data_, size_}; }
 
  private:
   const unsigned char* data_ = nullptr;
@@ -44,25 +55,33 @@ class MappedFile {
 
 bool mpi_name(std::string_view name) { return name.starts_with("MPI_"); }
 
-// The function starts listed in .eh_frame_hdr's binary search table (found through
-// PT_GNU_EH_FRAME), sorted: every function with unwind information, named or not, so a stripped
-// file's functions still have identities. Only the table layout every x86-64 toolchain writes is
-// read (counts as udata4, entries as datarel sdata4); any other gives nothing.
-std::vector<std::uint64_t> unwind_table_starts(const MappedFile& file, const Elf64_Phdr& eh_frame_hdr) {
+// .eh_frame_hdr's binary search table (found through PT_GNU_EH_FRAME). Only the layout every x86-64
+// toolchain writes is read (counts as udata4, entries as datarel sdata4); any other gives nothing.
+std::optional<ElfSymbols::UnwindTable> find_unwind_table(const ElfBytes& file, const Elf64_Phdr& eh_frame_hdr) {
   constexpr unsigned char kUdata4 = 0x03, kSdata4 = 0x0b, kPcrel = 0x10, kDatarelSdata4 = 0x3b;
   constexpr unsigned char kOmit = 0xff;
-  std::vector<std::uint64_t> starts;
+  constexpr std::uint64_t kTableOffset = 12;  // version and encodings, frame pointer, count
   const auto* header = file.at<unsigned char>(eh_frame_hdr.p_offset, 4);
-  if (!header || header[0] != 1 || header[2] != kUdata4 || header[3] != kDatarelSdata4) return starts;
+  if (!header || header[0] != 1 || header[2] != kUdata4 || header[3] != kDatarelSdata4) return std::nullopt;
   const unsigned char frame_pointer_format = header[1] & static_cast<unsigned char>(~kPcrel);
-  if (header[1] == kOmit || (frame_pointer_format != kUdata4 && frame_pointer_format != kSdata4)) return starts;
+  if (header[1] == kOmit || (frame_pointer_format != kUdata4 && frame_pointer_format != kSdata4)) return std::nullopt;
   const auto* count = file.at<std::uint32_t>(eh_frame_hdr.p_offset + 8);
-  if (!count) return starts;
-  const auto* table = file.at<std::int32_t>(eh_frame_hdr.p_offset + 12, 2 * static_cast<std::uint64_t>(*count));
-  if (!table) return starts;
-  starts.reserve(*count);
-  for (std::uint32_t i = 0; i < *count; ++i) {
-    starts.push_back(eh_frame_hdr.p_vaddr + static_cast<std::uint64_t>(static_cast<std::int64_t>(table[2 * i])));
+  if (!count || !file.at<std::int32_t>(eh_frame_hdr.p_offset + kTableOffset, 2 * static_cast<std::uint64_t>(*count))) {
+    return std::nullopt;
+  }
+  return ElfSymbols::UnwindTable{eh_frame_hdr.p_vaddr, eh_frame_hdr.p_vaddr + kTableOffset, *count};
+}
+
+// The function starts listed in the unwind table, sorted: every function with unwind information,
+// named or not, so a stripped file's functions still have identities.
+std::vector<std::uint64_t> unwind_table_starts(const ElfBytes& file, const Elf64_Phdr& eh_frame_hdr,
+                                               const ElfSymbols::UnwindTable& table) {
+  const auto* entries =
+      file.at<std::int32_t>(eh_frame_hdr.p_offset + (table.entries_vaddr - table.header_vaddr), 2 * table.count);
+  std::vector<std::uint64_t> starts;
+  starts.reserve(table.count);
+  for (std::uint64_t i = 0; i < table.count; ++i) {
+    starts.push_back(table.header_vaddr + static_cast<std::uint64_t>(static_cast<std::int64_t>(entries[2 * i])));
   }
   std::sort(starts.begin(), starts.end());
   return starts;
@@ -71,7 +90,12 @@ std::vector<std::uint64_t> unwind_table_starts(const MappedFile& file, const Elf
 }  // namespace
 
 std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
-  MappedFile file(path);
+  const MappedFile mapped(path);
+  return parse(mapped.bytes());
+}
+
+std::shared_ptr<const ElfSymbols> ElfSymbols::parse(std::span<const unsigned char> image) {
+  const ElfBytes file(image);
   const auto* header = file.at<Elf64_Ehdr>(0);
   if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_ident[EI_CLASS] != ELFCLASS64) {
     return nullptr;
@@ -81,7 +105,10 @@ std::shared_ptr<const ElfSymbols> ElfSymbols::load(const std::string& path) {
   if (const auto* phdrs = file.at<Elf64_Phdr>(header->e_phoff, header->e_phnum)) {
     for (int i = 0; i < header->e_phnum; ++i) {
       if (phdrs[i].p_type == PT_LOAD) symbols->loads_.push_back({phdrs[i].p_offset, phdrs[i].p_vaddr});
-      if (phdrs[i].p_type == PT_GNU_EH_FRAME) symbols->unwind_starts_ = unwind_table_starts(file, phdrs[i]);
+      if (phdrs[i].p_type != PT_GNU_EH_FRAME) continue;
+      symbols->unwind_table_ = find_unwind_table(file, phdrs[i]);
+      if (symbols->unwind_table_)
+        symbols->unwind_starts_ = unwind_table_starts(file, phdrs[i], *symbols->unwind_table_);
     }
   }
   const auto* sections = file.at<Elf64_Shdr>(header->e_shoff, header->e_shnum);

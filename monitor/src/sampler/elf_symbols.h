@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,8 +16,19 @@ namespace parastack::sampler {
 
 class ElfSymbols {
  public:
-  // Reads the file; nullopt if it is not a readable ELF file.
+  // Reads the file; nullptr if it is not a readable ELF file.
   static std::shared_ptr<const ElfSymbols> load(const std::string& path);
+  // Reads an image held in memory (a process's vdso, which has no file); nullptr if it is not ELF.
+  static std::shared_ptr<const ElfSymbols> parse(std::span<const unsigned char> image);
+
+  // Where .eh_frame_hdr's binary search table lies (file-relative virtual addresses): what an
+  // unwinder needs to find a function's unwind rules.
+  struct UnwindTable {
+    std::uint64_t header_vaddr = 0;   // .eh_frame_hdr; the table's entries are relative to it
+    std::uint64_t entries_vaddr = 0;  // the (start, FDE) pairs, two 32-bit words each
+    std::uint64_t count = 0;
+  };
+  const std::optional<UnwindTable>& unwind_table() const { return unwind_table_; }
 
   // The function containing the file-relative virtual address, if any.
   std::optional<std::string_view> function_at(std::uint64_t vaddr) const;
@@ -48,6 +60,7 @@ class ElfSymbols {
   std::vector<Symbol> functions_;                               // sorted by start; MPI_ names first among equal starts
   std::vector<std::pair<std::string, std::uint64_t>> defined_;  // sorted by name
   std::vector<Segment> loads_;
+  std::optional<UnwindTable> unwind_table_;
   std::vector<std::uint64_t> unwind_starts_;  // sorted, from .eh_frame_hdr
   bool fixed_address_ = false;                // ET_EXEC: addresses are absolute
 };

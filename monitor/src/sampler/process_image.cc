@@ -4,7 +4,9 @@
 #include <libunwind-ptrace.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -23,18 +25,20 @@ std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
   return it->second;
 }
 
-std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, std::string& problem) {
-  auto stat = os::read_stat(pid);
-  if (!stat) {
-    problem = "cannot read /proc: process gone or not ours";
+std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& failure, std::string& problem) {
+  // Right after the failed read, before anything else can change errno.
+  const auto cannot_read = [&](const char* file) {
+    const int error = errno;
+    failure = os::failure_from_errno(error);
+    problem = "cannot read /proc/" + std::to_string(pid.value) + "/" + file + ": " + std::strerror(error);
     return nullptr;
-  }
+  };
+  auto stat = os::read_stat(pid);
+  if (!stat) return cannot_read("stat");
   std::unique_ptr<ProcessImage> image(new ProcessImage(pid));
   image->start_ticks_ = stat->start_ticks;
-  if (!image->refresh_maps()) {
-    problem = "cannot read the memory map (permission denied?)";
-    return nullptr;
-  }
+  if (!image->refresh_maps()) return cannot_read("maps");
+  image->read_vdso();
   // The MPI library is the file that defines MPI_Init; its code is every executable mapping of it.
   std::optional<std::string> mpi_library;
   for (const auto& m : image->maps_) {
@@ -58,6 +62,7 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, std::string& probl
   image->copy_space_ = unw_create_addr_space(&copy_accessors, 0);
   image->ptrace_space_ = unw_create_addr_space(&_UPT_accessors, 0);
   if (!image->upt_ || !image->copy_space_ || !image->ptrace_space_) {
+    failure = os::StopFailure::Failed;
     problem = "libunwind could not create an address space";
     return nullptr;
   }
@@ -84,9 +89,33 @@ bool ProcessImage::refresh_maps() {
 }
 
 bool ProcessImage::thread_multiple() const {
+  // Unreadable (the rank is exiting): the main thread alone is sampled, and the stop says why.
   if (!thread_multiple_address_) return false;
   unsigned char flag = 0;
   return os::read_remote(pid_, *thread_multiple_address_, &flag, 1).bytes == 1 && flag != 0;
+}
+
+void ProcessImage::read_vdso() {
+  if (vdso_.end <= vdso_.start) return;
+  std::vector<std::uint8_t> image(vdso_.end - vdso_.start);
+  if (os::read_remote(pid_, vdso_.start, image.data(), image.size()).bytes != image.size()) return;
+  auto symbols = ElfSymbols::parse(image);
+  if (!symbols) return;
+  vdso_image_ = std::move(image);
+  vdso_symbols_ = std::move(symbols);
+  const auto& table = vdso_symbols_->unwind_table();
+  if (!table) return;
+  // What _UPT_find_proc_info builds for a file (and perf for the vdso): the table in the process,
+  // with entries relative to .eh_frame_hdr.
+  const std::uint64_t bias = vdso_symbols_->load_bias(vdso_.start, 0);
+  unw_dyn_info_t info{};
+  info.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  info.start_ip = vdso_.start;
+  info.end_ip = vdso_.end;
+  info.u.rti.segbase = bias + table->header_vaddr;
+  info.u.rti.table_data = bias + table->entries_vaddr;
+  info.u.rti.table_len = table->count * 2 * sizeof(std::int32_t) / sizeof(unw_word_t);
+  vdso_unwind_table_ = info;
 }
 
 const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {
@@ -98,6 +127,14 @@ const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {
 
 SampledFrame ProcessImage::describe(std::uint64_t address) {
   SampledFrame frame{address, {}, {}};
+  if (vdso_.contains(address)) {
+    frame.module = "[vdso]";
+    if (vdso_symbols_) {
+      const auto name = vdso_symbols_->function_at(vdso_symbols_->to_vaddr(address, vdso_.start, 0));
+      if (name) frame.function = std::string(*name);
+    }
+    return frame;
+  }
   const os::Mapping* m = mapping_at(address);
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return frame;
@@ -115,7 +152,12 @@ SampledFrame ProcessImage::describe(std::uint64_t address) {
 
 std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address) {
   // Checked first: an address in the vdso would otherwise re-read the maps every time.
-  if (vdso_.contains(address)) return std::nullopt;
+  if (vdso_.contains(address)) {
+    if (!vdso_symbols_) return std::nullopt;
+    const auto start = vdso_symbols_->function_start_at(vdso_symbols_->to_vaddr(address, vdso_.start, 0));
+    if (!start) return std::nullopt;
+    return *start + vdso_symbols_->load_bias(vdso_.start, 0);
+  }
   const os::Mapping* m = mapping_at(address);
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return std::nullopt;
@@ -137,6 +179,7 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
 }
 
 bool ProcessImage::in_c_runtime(std::uint64_t address) const {
+  if (vdso_.contains(address)) return true;  // the kernel's part of libc's clock_gettime and friends
   const os::Mapping* m = mapping_at(address);
   if (!m) return false;
   const std::string_view path = m->path;

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "os/ids.h"
 #include "os/proc.h"
+#include "os/stopped_thread.h"
 #include "sampler/classify.h"
 #include "sampler/elf_symbols.h"
 #include "sampler/sampled_frame.h"
@@ -21,8 +23,9 @@ namespace parastack::sampler {
 
 class ProcessImage {
  public:
-  // nullptr with `problem` set if the process cannot be read (gone, not ours).
-  static std::unique_ptr<ProcessImage> load(os::Pid pid, std::string& problem);
+  // nullptr if the process cannot be read: `failure` says whether it is gone (Exited), not ours
+  // (Denied) or something else (Failed), `problem` which file and the errno's text.
+  static std::unique_ptr<ProcessImage> load(os::Pid pid, os::StopFailure& failure, std::string& problem);
   ~ProcessImage();
   ProcessImage(const ProcessImage&) = delete;
   ProcessImage& operator=(const ProcessImage&) = delete;
@@ -50,8 +53,12 @@ class ProcessImage {
   // Whether a code address outside the MPI library lies in a function named like an MPI call: a
   // PMPI wrapper (a profiler, a fault injector) between the application and MPI.
   bool in_mpi_wrapper(std::uint64_t address);
-  // The kernel's [vdso]: code in no file, so libunwind finds no unwind tables for it.
+  // The kernel's [vdso]: code in no file, so libunwind's ptrace accessors find no unwind table for
+  // it. Its image is copied from the process once (a few KiB, the same in every process of a
+  // kernel) and its table handed to libunwind by the sampler; nullptr if it could not be read.
   const CodeRange& vdso() const { return vdso_; }
+  std::span<const std::uint8_t> vdso_image() const { return vdso_image_; }
+  const unw_dyn_info_t* vdso_unwind_table() const { return vdso_unwind_table_ ? &*vdso_unwind_table_ : nullptr; }
 
   unw_addr_space_t copy_address_space() const { return copy_space_; }
   unw_addr_space_t ptrace_address_space() const { return ptrace_space_; }
@@ -60,12 +67,16 @@ class ProcessImage {
  private:
   explicit ProcessImage(os::Pid pid) : pid_(pid) {}
   bool refresh_maps();
+  void read_vdso();
   const os::Mapping* mapping_at(std::uint64_t address) const;
 
   os::Pid pid_;
   std::uint64_t start_ticks_ = 0;
   std::vector<os::Mapping> maps_;  // file-backed executable mappings
   CodeRange vdso_;
+  std::vector<std::uint8_t> vdso_image_;
+  std::shared_ptr<const ElfSymbols> vdso_symbols_;
+  std::optional<unw_dyn_info_t> vdso_unwind_table_;
   std::vector<CodeRange> mpi_code_;
   std::optional<std::uint64_t> thread_multiple_address_;
   unw_addr_space_t copy_space_ = nullptr;

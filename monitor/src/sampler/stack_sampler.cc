@@ -6,11 +6,17 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <optional>
+#include <span>
 
 #include "os/proc.h"
 #include "os/remote_memory.h"
 #include "sampler/path_signature.h"
 #include "sampler/process_image.h"
+
+// Exported by libunwind (libunwind-ptrace calls it), declared in none of its headers.
+extern "C" int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t*, unw_proc_info_t*, int,
+                                                  void*);
 
 namespace parastack::sampler {
 namespace {
@@ -32,10 +38,20 @@ struct UnwindContext {
   os::Pid pid;
   const Capture* capture;
   void* upt;
+  unw_word_t vdso_start;
+  std::span<const std::uint8_t> vdso_image;
+  std::optional<unw_dyn_info_t> vdso_table;  // a copy: libunwind's search takes it non-const
 };
-thread_local const UnwindContext* current_unwind = nullptr;
+thread_local UnwindContext* current_unwind = nullptr;
 
 int copy_find_proc_info(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t* info, int need_unwind_info, void*) {
+  // _UPT looks for a file to read the unwind table from, and the vdso has none: its table is
+  // searched where it lies in the process (read from our copy of the image, see access_mem).
+  // dwarf_search_unwind_table is not in libunwind's headers but exported for libunwind-ptrace,
+  // which calls it the same way; perf does this for the vdso too.
+  if (auto& vdso = current_unwind->vdso_table; vdso && ip >= vdso->start_ip && ip < vdso->end_ip) {
+    return UNW_OBJ(dwarf_search_unwind_table)(space, ip, &*vdso, info, need_unwind_info, current_unwind->upt);
+  }
   return _UPT_find_proc_info(space, ip, info, need_unwind_info, current_unwind->upt);
 }
 
@@ -52,7 +68,12 @@ int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int
     std::memcpy(value, &c.stack[address - c.stack_start], sizeof(unw_word_t));
     return 0;
   }
-  // Outside the copy: unwind tables and other static data, read from the running process.
+  const auto vdso_offset = address - current_unwind->vdso_start;
+  if (address >= current_unwind->vdso_start && vdso_offset + sizeof(unw_word_t) <= current_unwind->vdso_image.size()) {
+    std::memcpy(value, &current_unwind->vdso_image[vdso_offset], sizeof(unw_word_t));
+    return 0;
+  }
+  // Outside the copies: unwind tables and other static data, read from the running process.
   return os::read_remote(current_unwind->pid, address, value, sizeof(unw_word_t)).bytes == sizeof(unw_word_t)
              ? 0
              : -UNW_EINVAL;
@@ -136,6 +157,7 @@ std::chrono::nanoseconds thread_cpu_now() {
 struct Unwound {
   std::vector<std::uint64_t> frames;
   bool complete = false;
+  std::string problem;  // why it could not even start (the stack copy failed)
 };
 
 Unwound walk(unw_cursor_t& cursor) {
@@ -155,7 +177,8 @@ Unwound walk(unw_cursor_t& cursor) {
 }
 
 Unwound unwind_copy(ProcessImage& image, const Capture& capture) {
-  const UnwindContext context{image.pid(), &capture, image.upt()};
+  UnwindContext context{image.pid(), &capture, image.upt(), image.vdso().start, image.vdso_image(), std::nullopt};
+  if (const unw_dyn_info_t* vdso = image.vdso_unwind_table()) context.vdso_table = *vdso;
   current_unwind = &context;
   Unwound result;
   unw_cursor_t cursor;
@@ -192,6 +215,9 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
       capture.stack_start = capture.regs.rsp;
       const auto read = os::read_remote(image.pid(), capture.stack_start, capture.stack.data(), capture.stack.size());
       capture.stack.resize(read.bytes);
+      if (read.bytes == 0 && read.status == os::PtraceStatus::Failed) {
+        result.unwound.problem = "stack not readable at the stack pointer: " + std::string(std::strerror(read.error));
+      }
       // Killed while stopped, or not ours after all: say so, rather than "incomplete unwind".
       if (read.status == os::PtraceStatus::Gone) result.failure = os::StopFailure::Exited;
       if (read.status == os::PtraceStatus::Denied) result.failure = os::StopFailure::Denied;
@@ -220,7 +246,7 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
     thread.detach();
     result.stopped = Clock::now() - begin;
   }
-  if (options.path == SamplePath::Fast) result.unwound = unwind_copy(image, capture);
+  if (options.path == SamplePath::Fast && result.unwound.problem.empty()) result.unwound = unwind_copy(image, capture);
   return result;
 }
 
@@ -231,7 +257,9 @@ unw_accessors_t copy_accessors = {copy_find_proc_info, copy_put_unwind_info, cop
                                   copy_resume,         copy_get_proc_name};
 
 std::string RankSample::describe() const {
-  if (failure) return os::to_string(*failure);
+  // The note names the file and errno of a failure that is neither "gone" nor "not ours".
+  if (failure)
+    return os::to_string(*failure) + (*failure == os::StopFailure::Failed && !note.empty() ? ": " + note : "");
   if (state == stats::RankState::Unknown) return "unknown" + (note.empty() ? "" : ": " + note);
   return std::string(stats::to_string(state));
 }
@@ -257,9 +285,10 @@ ProcessImage* StackSampler::image_for(const os::ProcessIdentity& process, std::o
     it = images_.end();
   }
   if (it == images_.end()) {
-    auto image = ProcessImage::load(pid, problem);
+    os::StopFailure load_failure = os::StopFailure::Failed;
+    auto image = ProcessImage::load(pid, load_failure, problem);
     if (!image) {
-      failure = os::StopFailure::Denied;
+      failure = load_failure;
       return nullptr;
     }
     it = images_.emplace(pid.value, std::move(image)).first;
@@ -313,16 +342,18 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
     sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
   }
   if (sample.state == stats::RankState::Unknown) {
-    sample.note = "incomplete unwind (" + std::to_string(unwound.frames.size()) + " frames)";
+    sample.note = !unwound.problem.empty() ? unwound.problem
+                                           : "incomplete unwind (" + std::to_string(unwound.frames.size()) + " frames)";
   }
   if (decision.entry_frame) {
     const std::size_t i = *decision.entry_frame;
     sample.mpi_function = image.describe(unwound.frames[i] - (i > 0 ? 1 : 0)).function;
   }
-  // libunwind 1.6 cannot unwind out of the vdso (it has no file to read unwind tables from): the
-  // frames past a pc there (clock_gettime, often, in a timed loop) are guesses, so the path of
-  // such a sample stays unknown rather than a made-up one.
-  const bool guessed_frames = !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]);
+  // Without the vdso's unwind table (its image could not be read) the frames past a pc there
+  // (clock_gettime, often, in a timed loop) are guesses, so the path of such a sample stays
+  // unknown rather than a made-up one.
+  const bool guessed_frames =
+      !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]) && !image.vdso_unwind_table();
   if (!guessed_frames) {
     // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
     ProcessImage* in = &image;
