@@ -80,6 +80,14 @@ class AcrossTwoHosts : public ::testing::Test {
         ChildOptions{testing::mpi_test_environment(), (dir_.path() / "monitors.out").string(),
                      (dir_.path() / "monitors.err").string(), dir_.path().string()});
   }
+  // Every rank's ready file; if mpirun ends first, the test fails with mpirun's own words.
+  void await_ranks(ChildProcess& app) {
+    try {
+      for (int rank = 0; rank < 8; ++rank) app.wait_ready_file("rank." + std::to_string(rank), 120s);
+    } catch (const std::exception& e) {
+      FAIL() << e.what() << "\n" << read_file(dir_.path() / "app.err") << read_file(dir_.path() / "app.out");
+    }
+  }
   std::string fire_path() const { return (dir_.path() / "fire").string(); }
   std::string report_path() const { return (dir_.path() / "report.json").string(); }
   std::string log() const { return read_file(dir_.path() / "monitors.err"); }
@@ -118,7 +126,7 @@ TEST_F(AcrossTwoHosts, MonitorsOnBothHostsNameAFaultyRankOnTheSecond) {
 // runs here: the id that pbs_mom would put in the ranks' environment is exported by hand.
 TEST_F(AcrossTwoHosts, StacksOfAPbsJobComeFromEveryHostMergedUpTheMonitors) {
   auto app = application("", 0, {"PBS_JOBID=4242.pbs-server"});
-  for (int rank = 0; rank < 8; ++rank) app->wait_ready_file("rank." + std::to_string(rank), 120s);
+  ASSERT_NO_FATAL_FAILURE(await_ranks(*app));
   auto stacks = monitors({"--pbs-job", "4242", "--stacks", "--stack-samples", "3", "--stack-interval", "0.1"});
   ASSERT_EQ(stacks->wait_exit(120s), 0) << log() << "application:\n" << read_file(dir_.path() / "app.err");
   const std::string out = read_file(dir_.path() / "monitors.out");
