@@ -36,6 +36,7 @@ class SeedWorker final : public node::NodeWorker {
     return {stats::RankState::InMpi, stats::RankState::OutMpi, stats::RankState::Unknown};
   }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {6976, std::uint64_t{1} << 33, std::nullopt}; }
+  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 4101, "node-a", "IN_MPI", "MPI_Allreduce"}, {1, 4102, "node-a", "OUT_MPI", ""}};
     diagnosis::PrefixTree tree;
@@ -77,6 +78,8 @@ int main(int argc, char** argv) {
       {"request-snapshot", std::string(1, '\6') + snapshot_request({1, 0})},
       {"request-signal", std::string(1, '\6') + signal_request(15)},
       {"request-gather", std::string(1, '\6') + plain_request(Request::GatherStacks)},
+      {"held", std::string(1, '\7') + reply(plain_request(Request::HeldRanks))},
+      {"request-held", std::string(1, '\6') + plain_request(Request::HeldRanks)},
   };
   for (const auto& [name, bytes] : seeds) {
     std::ofstream out(std::string(argv[1]) + "/" + name, std::ios::binary);

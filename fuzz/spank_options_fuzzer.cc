@@ -22,7 +22,7 @@ std::size_t bounded_length(const char* text) { return strnlen(text, VALUE_MAX); 
 
 // What the site should be after `args`, computed the plain way.
 struct Expected {
-  std::string monitor = "/usr/local/bin/parastack-monitor", srun = "srun", defaults, actions;
+  std::string monitor = "/usr/local/bin/parastack-monitor", srun = "srun", defaults, actions, mailer;
   int enable_all = 0, mail = 1;
   int bad = -1;
 };
@@ -36,14 +36,16 @@ Expected expected_site(const std::vector<std::string>& args) {
     for (auto [prefix, target] : {std::pair<const char*, std::string*>{"monitor=", &e.monitor},
                                   {"srun=", &e.srun},
                                   {"defaults=", &e.defaults},
-                                  {"actions=", &e.actions}}) {
+                                  {"actions=", &e.actions},
+                                  {"mailer=", &e.mailer}}) {
       if (a.starts_with(prefix)) {
         field = target;
         value = a.substr(std::strlen(prefix));
         break;
       }
     }
-    if (field && value.size() < VALUE_MAX && !(field == &e.actions && value.starts_with("-"))) {
+    if (field && value.size() < VALUE_MAX && !(field == &e.actions && value.starts_with("-")) &&
+        !(field == &e.mailer && !value.starts_with("/"))) {
       *field = value;
     } else if (!field && (a == "enable=all" || a == "enable=opt-in")) {
       e.enable_all = a == "enable=all";
@@ -76,8 +78,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Expected e = expected_site(args);
   FUZZ_REQUIRE(bad == e.bad);
   if (bad >= 0) return 0;
-  for (const char* field : {s.monitor, s.srun, s.defaults, s.actions}) FUZZ_REQUIRE(bounded_length(field) < VALUE_MAX);
-  FUZZ_REQUIRE(s.monitor == e.monitor && s.srun == e.srun && s.defaults == e.defaults && s.actions == e.actions);
+  for (const char* field : {s.monitor, s.srun, s.defaults, s.actions, s.mailer}) {
+    FUZZ_REQUIRE(bounded_length(field) < VALUE_MAX);
+  }
+  FUZZ_REQUIRE(s.monitor == e.monitor && s.srun == e.srun && s.defaults == e.defaults && s.actions == e.actions &&
+               s.mailer == e.mailer);
   FUZZ_REQUIRE(s.enable_all == e.enable_all && s.mail == e.mail);
 
   // The option's callback: the value normalised, then kept if it fits.

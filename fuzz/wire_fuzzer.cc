@@ -29,6 +29,7 @@ class ReplayWorker final : public node::NodeWorker {
   }
   std::vector<stats::RankState> all_states() override { return states; }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return io; }
+  std::vector<node::HeldRank> held_ranks() override { return held; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& out) override {
     out = records;
     return tree;
@@ -41,6 +42,7 @@ class ReplayWorker final : public node::NodeWorker {
   std::vector<stats::RankSnapshot> snapshots;
   std::vector<stats::RankState> states;
   std::vector<std::optional<std::uint64_t>> io;
+  std::vector<node::HeldRank> held;
   diagnosis::PrefixTree tree;
   std::vector<node::RankRecord> records;
 };
@@ -101,6 +103,12 @@ void check_io(std::string_view reply) {
   FUZZ_REQUIRE(decode_io(serve_request(worker, 0, plain_request(Request::IoBytes))) == worker.io);
 }
 
+void check_held(std::string_view reply) {
+  ReplayWorker worker;
+  worker.held = decode_held(reply);
+  FUZZ_REQUIRE(serve_request(worker, 0, plain_request(Request::HeldRanks)) == reply);
+}
+
 void check_stacks(std::string_view reply) {
   ReplayWorker worker;
   auto gathered = decode_stacks(reply);
@@ -139,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string_view message(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 7) {
+    switch (data[0] % 8) {
       case 0:
         check_discovery(message);
         break;
@@ -157,6 +165,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 5:
         check_usage(message);
+        break;
+      case 7:
+        check_held(message);
         break;
       default:
         check_request(message);

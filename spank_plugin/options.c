@@ -38,6 +38,9 @@ int parastack_parse_site(int ac, char** av, struct site* site) {
       site->enable_all = 0;
     } else if (strcmp(arg, "mail=no") == 0 || strcmp(arg, "mail=yes") == 0) {
       site->mail = arg[5] == 'y';
+    } else if (strncmp(arg, "mailer=", 7) == 0) {
+      /* Run by the monitors as the job's user, never looked up on the user's PATH. */
+      bad = arg[7] != '/' || parastack_copy_value(site->mailer, arg + 7);
     } else {
       bad = 1;
     }

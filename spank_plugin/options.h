@@ -15,6 +15,7 @@ struct site {
   char srun[VALUE_MAX];
   char defaults[VALUE_MAX];
   char actions[VALUE_MAX];
+  char mailer[VALUE_MAX]; /* a sendmail-compatible program, an absolute path; "": the monitor's default */
   int enable_all;
   int mail;
 };
@@ -23,7 +24,8 @@ struct site {
 int parastack_copy_value(char* to, const char* from);
 
 /* The plugstack.conf arguments into `site` (defaults first): -1, or the index of the first bad
- * argument (unknown, a value of VALUE_MAX characters or more, or actions= starting with '-'). */
+ * argument (unknown, a value of VALUE_MAX characters or more, actions= starting with '-', or a
+ * mailer= that is not an absolute path). */
 int parastack_parse_site(int ac, char** av, struct site* site);
 
 /* The --parastack value as Slurm hands it to the option's callback: with no argument the batch step

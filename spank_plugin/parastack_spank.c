@@ -8,8 +8,12 @@
  *     `parastack-monitor --check-options`, so a bad value is refused before the job is queued;
  *   - in the job's batch step (slurmstepd, remote context), slurm_spank_task_init runs in the batch
  *     task, already as the job's user and inside the step's cgroup. It starts, detached from the
- *     batch script, `srun --overlap` with one parastack-monitor per node. That step lives as long
- *     as the batch step, which ends it: a monitor never outlives the job.
+ *     batch script, `srun --overlap` with one parastack-monitor per node, and tells the leading
+ *     monitor the script's pid and start time: the monitors end when the script exits. That step
+ *     lives at most as long as the batch step, which ends it: a monitor never outlives the job.
+ *   - when the batch script ends, slurm_spank_task_exit (in slurmstepd) waits a moment for that
+ *     srun, whose pid task_init recorded, so that it ends quietly before the batch step does. It
+ *     signals nothing and looks for nothing: no scan of other processes.
  *
  * plugstack.conf arguments (site settings; see docs/admin-guide.md):
  *   monitor=PATH      parastack-monitor (default: the installed one)
@@ -18,8 +22,8 @@
  *   defaults=OPTIONS  site defaults, same syntax as --parastack=OPTIONS; the user's win
  *   actions=LIST      the actions users may choose, e.g. actions=kill (default: kill,report,stop)
  *   mail=no           do not mail reports (default: mail the job's --mail-user, else its owner)
+ *   mailer=PATH       the sendmail-compatible program to mail with (default /usr/sbin/sendmail)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +46,16 @@ SPANK_PLUGIN(parastack, 1);
 static int option_given = 0;
 static char option_value[VALUE_MAX] = "";
 
+/* What task_init records for task_exit: the monitors' srun. task_init runs in the batch task, a
+ * child of slurmstepd, and task_exit in slurmstepd itself, so they share no variable: this page,
+ * mapped shared in slurm_spank_init (in slurmstepd, before it forks the task), is the one memory
+ * both see. No file, nothing another process could plant. */
+struct started_monitors {
+  pid_t srun;
+  unsigned long long srun_start_ticks; /* with the pid, the process (a pid can be reused) */
+};
+static struct started_monitors* started = NULL;
+
 /* The whole (small) /proc file at `path`, NUL-terminated, in `buffer`: its length, or -1. */
 static ssize_t read_proc_file(const char* path, char* buffer, size_t size) {
   const int fd = open(path, O_RDONLY);
@@ -50,6 +65,17 @@ static ssize_t read_proc_file(const char* path, char* buffer, size_t size) {
   if (n <= 0) return -1;
   buffer[n] = '\0';
   return n;
+}
+
+/* Start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22), or 0. */
+static unsigned long long start_ticks(pid_t pid) {
+  char path[64], stat[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  if (read_proc_file(path, stat, sizeof stat) < 0) return 0;
+  const char* at = strrchr(stat, ')'); /* the command name may hold spaces and parentheses */
+  if (!at) return 0;
+  for (int field = 2; field < 22 && at; ++field) at = strchr(at + 1, ' ');
+  return at ? strtoull(at + 1, NULL, 10) : 0;
 }
 
 static int parse_site(int ac, char** av, struct site* site) {
@@ -139,6 +165,10 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     exit(run_monitor_here(argv) == 0 ? 0 : 1);
   }
   if (context != S_CTX_LOCAL && context != S_CTX_ALLOCATOR && context != S_CTX_REMOTE) return 0;
+  if (context == S_CTX_REMOTE) {
+    void* page = mmap(NULL, sizeof *started, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    started = page == MAP_FAILED ? NULL : page; /* without it, the step's end ends the monitors */
+  }
   if (spank_option_register(sp, &parastack_option) != ESPANK_SUCCESS) {
     slurm_error("parastack: cannot register --parastack; jobs are not watched");
   }
@@ -175,8 +205,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   const char* nodes = job_env(env, "SLURM_JOB_NUM_NODES");
   if (!nodes) nodes = job_env(env, "SLURM_NNODES");
   if (!nodes || atoi(nodes) < 1) nodes = "1";
-  char job[32], report[VALUE_MAX + 64], cwd[VALUE_MAX];
+  char job[32], report[VALUE_MAX + 64], cwd[VALUE_MAX], script[64];
   snprintf(job, sizeof job, "%u", job_id);
+  /* This process becomes the batch script (task_init runs just before its execve). */
+  snprintf(script, sizeof script, "%d:%llu", (int)getpid(), start_ticks(getpid()));
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
   snprintf(report, sizeof report, "%s/parastack-%u.json", cwd, job_id);
 
@@ -199,13 +231,22 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
                           "--report",
                           report,
                           "--log-level",
-                          "error"};
-  int argc = 20;
+                          "error",
+                          "--batch-script",
+                          script,
+                          "--hang-exit-status",
+                          "0"};
+  int argc = 24;
   if (site.mail) argv[argc++] = "--mail";
+  if (site.mail && site.mailer[0]) {
+    argv[argc++] = "--mailer";
+    argv[argc++] = site.mailer;
+  }
   argc = parastack_add_choices(&site, option_value, argv, argc);
   argv[argc] = NULL;
   /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
-   * that a healthy job's output is what it would be without parastack. */
+   * that a healthy job's output is what it would be without parastack; and they exit 0 after a
+   * hang, or their srun would add "task 0: Exited with exit code 3" to that one line. */
 
   /* Detach twice so that the batch script never has the monitors' srun as its child (a `wait` in
    * the script must not wait for it); the grandchild stays in the step's cgroup, so the end of
@@ -216,7 +257,14 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;
   }
   if (child == 0) {
-    if (fork() != 0) _exit(0);
+    const pid_t srun = fork();
+    if (srun != 0) {
+      if (srun > 0 && started) {
+        started->srun_start_ticks = start_ticks(srun);
+        started->srun = srun;
+      }
+      _exit(0);
+    }
     setsid();
     const int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
@@ -232,67 +280,33 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   return 0;
 }
 
-/* What process `pid` is to this plugin: 1 the srun it started for `job`, 2 that srun's monitor on
- * this node, 0 neither (from its command line). */
-static int monitor_process(const char* pid, const char* job) {
-  char path[300], arguments[8192];
-  snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
-  const ssize_t n = read_proc_file(path, arguments, sizeof arguments);
-  if (n < 0) return 0;
-  int named = 0, ours = 0;
-  const char* previous = "";
-  for (ssize_t at = 0; at < n; at += (ssize_t)strlen(arguments + at) + 1) {
-    const char* argument = arguments + at;
-    if (strcmp(argument, "--job-name=parastack") == 0) named = 1;
-    if (strcmp(previous, "--slurm-job") == 0 && strcmp(argument, job) == 0) ours = 1;
-    previous = argument;
-  }
-  if (!ours) return 0;
-  if (named) return 1;
-  const char* name = strrchr(arguments, '/');
-  return strcmp(name ? name + 1 : arguments, "parastack-monitor") == 0 ? 2 : 0;
-}
-
-static int gone(pid_t pid) {
+/* Whether the recorded srun has ended: no such process, a zombie, or its pid now names another. */
+static int srun_gone(const struct started_monitors* monitors) {
   char path[64], stat[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)monitors->srun);
   if (read_proc_file(path, stat, sizeof stat) < 0) return 1;
   const char* close_paren = strrchr(stat, ')');
-  return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+  if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z') return 1;
+  return start_ticks(monitors->srun) != monitors->srun_start_ticks;
 }
 
-/* The batch script has ended: end the monitors before Slurm ends the batch step. SIGTERM to the
- * leading monitor (on this node) makes it release the others; they exit 0 and their srun ends
- * quietly. Killing the srun outright instead would print "task 0: Killed" into the job's output
- * and make slurmstepd retry messages to it for seconds while the job stays COMPLETING. Runs in
- * slurmstepd as root: the signal is sent by a child that has become the job's user. */
+/* The batch script has ended, and so has the leading monitor's reason to watch: it saw the script
+ * exit (--batch-script) and releases the others, which exit 0, and their srun ends quietly. Wait
+ * for that (at most 5 s) before Slurm ends the batch step: killed by the step's end instead, their
+ * srun would print `task 0: Killed` into the job's output and keep the job COMPLETING for about
+ * 3 s more. Runs in slurmstepd as root: the waiting is done by a child that has become the job's
+ * user for good, so nothing the plugin does about the job's processes runs as root. */
 int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
-  if (spank_context() != S_CTX_REMOTE) return 0;
-  struct site site;
-  if (parse_site(ac, av, &site) != 0) return 0;
-  const int wanted = option_given ? strcmp(option_value, "off") != 0 : site.enable_all;
-  uint32_t job_id = 0, step_id = 0;
+  (void)ac;
+  (void)av;
+  if (spank_context() != S_CTX_REMOTE || !started || started->srun <= 0) return 0;
+  const struct started_monitors monitors = *started;
+  started->srun = 0;
   uid_t uid = 0;
   gid_t gid = 0;
-  if (!wanted || spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || step_id != SLURM_BATCH_SCRIPT ||
-      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
     return 0;
   }
-  char job[32];
-  snprintf(job, sizeof job, "%u", job_id);
-  pid_t sruns[16], monitors[16];
-  int srun_count = 0, monitor_count = 0;
-  DIR* proc = opendir("/proc");
-  if (!proc) return 0;
-  for (struct dirent* entry; (entry = readdir(proc)) != NULL;) {
-    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    const int kind = monitor_process(entry->d_name, job);
-    if (kind == 1 && srun_count < 16) sruns[srun_count++] = (pid_t)atoi(entry->d_name);
-    if (kind == 2 && monitor_count < 16) monitors[monitor_count++] = (pid_t)atoi(entry->d_name);
-  }
-  closedir(proc);
-  if (srun_count == 0 || monitor_count == 0) return 0;
   /* The job's own groups, read before the fork (the child may only make system calls). */
   gid_t* groups = NULL;
   int group_count = 0;
@@ -303,19 +317,14 @@ int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
   const pid_t child = fork();
   if (child == 0) {
     if (parastack_drop_to_user(uid, gid, groups, group_count) != 0) _exit(1);
-    for (int i = 0; i < monitor_count; ++i) kill(monitors[i], SIGTERM);
+    for (int tick = 0; tick < 100 && !srun_gone(&monitors); ++tick) {
+      const struct timespec pause = {0, 50 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+    }
     _exit(0);
   }
   if (child < 0) return 0;
   while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-  }
-  /* At most 5 s; the step's end kills whatever is left. */
-  for (int tick = 0; tick < 100; ++tick) {
-    int left = 0;
-    for (int i = 0; i < srun_count; ++i) left += !gone(sruns[i]);
-    if (!left) break;
-    const struct timespec pause = {0, 50 * 1000 * 1000};
-    nanosleep(&pause, NULL);
   }
   return 0;
 }

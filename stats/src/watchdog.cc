@@ -114,7 +114,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   // Another set's verification has just seen the job move, after this streak began: the job was
   // not hung then, whatever this set's stale evidence says.
   if (job_moved_at_ > decision.onset()) {
-    Alarm alarm{decision, true, "the job moved at " + std::to_string(job_moved_at_) + " s (another set)"};
+    Alarm alarm{decision, true, false, "the job moved at " + std::to_string(job_moved_at_) + " s (another set)"};
     if (hooks.on_alarm) hooks.on_alarm(alarm);
     model_.resume_after_slowdown(set, job_moved_at_);
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= job_moved_at_; });
@@ -124,7 +124,8 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   if (!verified) return std::optional<HangFinding>{};  // the job ended during verification
   if (hooks.on_alarm) hooks.on_alarm(verified->alarm);
   if (verified->alarm.slowdown) {
-    job_moved_at_ = std::min(verified->progress_at, probe.now());
+    // A held job did not move: the other sets' alarms are judged on their own (held, too, or not).
+    if (!verified->alarm.held) job_moved_at_ = std::min(verified->progress_at, probe.now());
     model_.resume_after_slowdown(set, verified->progress_at);
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= verified->progress_at; });
     return std::nullopt;
@@ -134,7 +135,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
 }
 
 std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decision& decision) {
-  Verified result{Alarm{decision, false, {}}};
+  Verified result{Alarm{decision, false, false, {}}};
   Alarm& alarm = result.alarm;
   const int set = decision.observation.set;
   const auto& streak = streak_samples_[set];
@@ -178,6 +179,17 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decisi
     if (fresh == fresh_count) io_after = probe.io_bytes();
   }
   last_t_ = probe.now();
+  // A rank under a debugger stops its peers too, and looks exactly like a hang: someone is
+  // looking at the job. Never kill it for that; the model starts again once the rank is released.
+  if (const auto held = probe.held_ranks(); !held.empty()) {
+    alarm.slowdown = alarm.held = true;
+    const HeldRank& first = held.front();
+    alarm.evidence = "rank " + std::to_string(first.rank) +
+                     (first.tracer != 0 ? " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")"
+                                        : " was held by a debugger during the samples");
+    if (held.size() > 1) alarm.evidence += " and " + std::to_string(held.size() - 1) + " more";
+    return result;
+  }
   if (!io_before.empty() && io_before.size() == io_after.size()) {
     if (const auto writer = find_io_progress(io_before, io_after)) {
       alarm.slowdown = true;

@@ -3,10 +3,13 @@
 // ranks) are detected, diagnosed, reported and killed, leaving no process behind.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -308,6 +311,67 @@ std::string tail(const std::string& log, int lines = 80) {
     if (start == std::string::npos) return log;
   }
   return "[...]\n" + log.substr(start + 1);
+}
+
+// What a debugger does to a rank: seized and held in a stop until release() or destruction.
+class HeldByThisProcess {
+ public:
+  explicit HeldByThisProcess(pid_t pid) : pid_(pid) {
+    // As gdb does: parastack may hold the rank for a sample's microseconds, and the seize then
+    // fails with EPERM; a moment later it succeeds.
+    for (int attempt = 0; attempt < 100 && !seized_; ++attempt) {
+      seized_ = ::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) == 0;
+      if (!seized_ && errno != EPERM) break;
+      if (!seized_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    held_ = seized_ && ::ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) == 0;
+    int status = 0;
+    held_ = held_ && ::waitpid(pid, &status, __WALL) == pid;
+  }
+  ~HeldByThisProcess() { release(); }
+  HeldByThisProcess(const HeldByThisProcess&) = delete;
+  HeldByThisProcess& operator=(const HeldByThisProcess&) = delete;
+  bool held() const { return held_; }
+  void release() {
+    if (seized_) ::ptrace(PTRACE_DETACH, pid_, nullptr, nullptr);
+    seized_ = held_ = false;
+  }
+
+ private:
+  pid_t pid_;
+  bool seized_ = false;
+  bool held_ = false;
+};
+
+// A person holds a rank of a healthy job in a debugger: the other ranks wait for it in MPI, which
+// looks exactly like a deadlock to the model. parastack says at each alarm that a debugger holds a
+// rank and never calls it a hang; once the rank is released the job completes as it would have.
+// (Before, the job was killed as "communication error: every rank waits in MPI" within seconds.)
+TEST(Run, ARankHeldByADebuggerIsNeverAHang) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), "blocking", "30"}));
+  parastack::testing::await_models([&] { return run.log(); }, [&] { return run.process().running(); }, 40);
+  const pid_t rank = run.process().wait_ready_file("rank.2", 30s);
+  const std::string said = "rank 2 is held by a debugger (traced by pid " + std::to_string(::getpid()) + ")";
+  {
+    HeldByThisProcess debugger(rank);
+    ASSERT_TRUE(debugger.held()) << "could not hold rank 2 (pid " << rank << ")";
+    // Held until parastack has raised an alarm and judged it: two, so that the model went on
+    // watching after the first and could have confirmed a hang.
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    auto count = [&] {
+      const std::string log = run.log();
+      std::size_t n = 0;
+      for (auto at = log.find(said); at != std::string::npos; at = log.find(said, at + 1)) ++n;
+      return n;
+    };
+    while (count() < 2 && run.process().running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_GE(count(), 2u) << tail(run.log());
+  }
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
 // A hang that begins within seconds of the start, before a model of the job could be built: rank 2

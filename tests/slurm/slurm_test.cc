@@ -8,6 +8,8 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "support/mpi_job.h"
@@ -78,6 +80,9 @@ class SlurmPlugin : public ::testing::Test {
   }
   SlurmCluster& cluster() { return *cluster_; }
 
+  // What the job's stderr says after the verdict's line, one part of each line.
+  std::vector<std::string> error_lines_;
+
   // Runs a healthy 8-rank job to its end; the job's output.
   std::string run_healthy(const std::string& launcher, const std::vector<std::string>& parastack) {
     std::vector<std::string> args{"-n", "8", "-o", launcher + ".out", "-e", launcher + ".err"};
@@ -118,6 +123,24 @@ class SlurmPlugin : public ::testing::Test {
     EXPECT_NE(read_file(err).find("report: " + (cluster().jobs() / ("parastack-" + id + ".json")).string()),
               std::string::npos)
         << "the job's stderr says where the report is";
+    // At the monitors' default level (error), the job's stderr gets one line from parastack: the
+    // verdict with the report's path (and then one more for each thing that failed, which a test
+    // expects in error_lines_). Nor does the monitors' srun add one (it would for a monitor's
+    // non-zero exit).
+    std::istringstream lines(read_file(err));
+    const std::regex error_line(R"(^parastack [0-9:.]+ error: .*)");
+    std::vector<std::string> errors;
+    for (std::string line; std::getline(lines, line);) {
+      if (std::regex_match(line, error_line)) errors.push_back(line);
+      EXPECT_EQ(line.find("Exited with exit code"), std::string::npos) << line;
+    }
+    EXPECT_EQ(errors.size(), 1 + error_lines_.size()) << read_file(err);
+    if (!errors.empty()) {
+      EXPECT_NE(errors[0].find("job " + id + " hung: "), std::string::npos) << errors[0];
+    }
+    for (std::size_t i = 1; i < errors.size() && i <= error_lines_.size(); ++i) {
+      EXPECT_NE(errors[i].find(error_lines_[i - 1]), std::string::npos) << errors[i];
+    }
     std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
     const json report = json::parse(in, nullptr, false);
     EXPECT_FALSE(report.is_discarded()) << read_file(err);
@@ -182,6 +205,22 @@ TEST_F(SlurmPlugin, AHealthySrunJobCompletesUntouchedWithMonitorsBesideIt) {
   EXPECT_NE(out.find("step parastack"), std::string::npos) << "the monitors' step ran beside the job:\n" << out;
 }
 
+// The leading monitor watches the batch script (the plugin records its pid and start time) and
+// ends with it, so the monitors' step ends by itself, before the batch step's end would kill it.
+// Nothing signals the monitors and nothing searches for them.
+TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
+  const auto id = cluster().submit({"-n", "4", "-o", "ends.out", "-e", "ends.err", "--parastack=log-level=info",
+                                    solver_script(cluster(), "srun", 5)});
+  const auto job = cluster().wait_ended(id, 300);
+  EXPECT_EQ(job.state, "COMPLETED") << job.record;
+  const std::string err = read_file(cluster().jobs() / "ends.err");
+  EXPECT_NE(err.find(") has ended: monitoring ends with it"), std::string::npos) << err;
+  for (const char* killed : {"Killed", "CANCELLED", "Terminated", "Exited with exit code"}) {
+    EXPECT_EQ(err.find(killed), std::string::npos) << err;
+  }
+  expect_nothing_left(cluster(), id);
+}
+
 TEST_F(SlurmPlugin, AHealthyMpirunJobCompletesUntouchedWithMonitorsBesideIt) {
   const auto out = run_healthy("mpirun", {"--parastack"});
   EXPECT_NE(out.find("step parastack"), std::string::npos) << out;
@@ -207,6 +246,23 @@ TEST_F(SlurmPlugin, AComputationHangIsCancelledReportedAndMailedToTheOwner) {
     std::this_thread::sleep_for(200ms);
   }
   EXPECT_NE(mailbox().find(subject), std::string::npos) << mailbox();
+}
+
+// The mail is the last thing done about a hang: a site's mailer that is missing or fails costs the
+// mail and nothing else. The job is still cancelled, its report written and its Comment set, and
+// its stderr says why no mail came.
+TEST_F(SlurmPlugin, AMissingOrFailingMailerCostsOnlyTheMail) {
+  for (const std::string mailer : {"/nonexistent/sendmail", "/bin/false"}) {
+    SCOPED_TRACE(mailer);
+    cluster().set_plugstack("mailer=" + mailer);
+    std::filesystem::remove(cluster().jobs() / "fire.spin");
+    error_lines_ = {"the report could not be mailed to " + SlurmCluster::user() + ": " + mailer};
+    std::string id;
+    const json report = run_hang("spin", 5, {"-n", "8"}, id);
+    EXPECT_EQ(report["hang_type"], "computation");
+    EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+    EXPECT_EQ(mailbox().find("parastack: Slurm job " + id + " hung"), std::string::npos) << mailbox();
+  }
 }
 
 TEST_F(SlurmPlugin, ADeadlockIsReportedAsACommunicationError) {

@@ -4,6 +4,7 @@
 
 #include "parastack/sim/campaign.h"
 #include "parastack/sim/workload.h"
+#include "parastack/stats/watchdog.h"
 
 namespace parastack::sim {
 namespace {
@@ -123,6 +124,55 @@ TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
   const auto hung = run_job(shape_named("stencil-1ms"), 0, config, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
   ASSERT_TRUE(hung.detected);
   EXPECT_TRUE(hung.type_correct);
+}
+
+// A deadlocked synthetic job watched by the real Watchdog, with one rank held by a debugger from
+// `held_from` on (never, by default).
+class HeldDeadlockProbe : public stats::JobProbe {
+ public:
+  HeldDeadlockProbe(const SyntheticJob& job, double end, double held_from)
+      : job_(job), end_(end), held_from_(held_from) {}
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < end_;
+  }
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<stats::RankSnapshot> states;
+    for (int rank : ranks) states.push_back(job_.snapshot(rank, t_));
+    return states;
+  }
+  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
+  std::vector<stats::HeldRank> held_ranks() override {
+    if (t_ < held_from_) return {};
+    return {{3, 4242}};
+  }
+
+ private:
+  const SyntheticJob& job_;
+  double end_, held_from_, t_ = 0;
+};
+
+// A rank under a debugger stops its peers, which then look deadlocked: that is never a hang (a
+// person is looking at the job), and every alarm says why. The same job unheld is found.
+TEST(Simulator, ARankHeldByADebuggerIsNeverAHang) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob job(shape, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
+  const stats::WatchdogConfig config;
+  stats::WatchdogHooks hooks;
+  std::vector<std::string> evidence;
+  hooks.on_alarm = [&](const stats::Alarm& alarm) { evidence.push_back(alarm.evidence); };
+
+  HeldDeadlockProbe held(job, 5000, 1500);
+  stats::Watchdog watched(config, shape.ranks, 7);
+  EXPECT_FALSE(watched.watch(held, hooks).has_value()) << "a held job was called hung";
+  ASSERT_FALSE(evidence.empty()) << "the deadlock raised no alarm at all: the test shows nothing";
+  EXPECT_NE(evidence.back().find("rank 3 is held by a debugger (traced by pid 4242)"), std::string::npos)
+      << evidence.back();
+
+  HeldDeadlockProbe free(job, 5000, 1e18);
+  stats::Watchdog unheld(config, shape.ranks, 7);
+  EXPECT_TRUE(unheld.watch(free).has_value()) << "the same job, not held, is a hang";
 }
 
 TEST(Simulator, CampaignsAreReproducible) {

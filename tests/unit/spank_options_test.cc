@@ -44,6 +44,18 @@ TEST(SpankOptions, AnActionsValueThatLooksLikeAnOptionIsRefused) {
   EXPECT_EQ(parse({"mail=yes", "actions=-x"}, s), 1);
 }
 
+// The mailer is run by the monitors: an absolute path only, never a name looked up on a PATH.
+TEST(SpankOptions, AMailerIsAnAbsolutePath) {
+  site s;
+  ASSERT_EQ(parse({}, s), -1);
+  EXPECT_STREQ(s.mailer, "") << "the monitor's default";
+  ASSERT_EQ(parse({"mailer=/opt/site/bin/mailer"}, s), -1);
+  EXPECT_STREQ(s.mailer, "/opt/site/bin/mailer");
+  EXPECT_EQ(parse({"mail=yes", "mailer=sendmail"}, s), 1);
+  EXPECT_EQ(parse({"mailer="}, s), 0);
+  EXPECT_EQ(parse({"mailer=-t"}, s), 0);
+}
+
 TEST(SpankOptions, TheOptionValueAndTheMonitorsArguments) {
   EXPECT_STREQ(parastack_option_value(nullptr), "");
   EXPECT_STREQ(parastack_option_value("(null)"), "");

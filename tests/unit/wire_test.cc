@@ -45,6 +45,7 @@ class FixedNodeWorker final : public node::NodeWorker {
   }
   std::vector<stats::RankState> all_states() override { return {stats::RankState::InMpi, stats::RankState::Unknown}; }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {std::uint64_t{1} << 40, std::nullopt}; }
+  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 100, "node-a", "IN_MPI", "MPI_Allreduce"}, {2, 102, "node-a", "OUT_MPI", ""}};
     diagnosis::PrefixTree tree;
@@ -78,6 +79,7 @@ std::vector<Exchange> every_exchange() {
           {"snapshot", snapshot_request({0, 1}), [](auto r) { decode_snapshots(r); }},
           {"all states", plain_request(Request::AllStates), [](auto r) { decode_states(r); }},
           {"io bytes", plain_request(Request::IoBytes), [](auto r) { decode_io(r); }},
+          {"held ranks", plain_request(Request::HeldRanks), [](auto r) { decode_held(r); }},
           {"gather stacks", plain_request(Request::GatherStacks), [](auto r) { decode_stacks(r); }},
           {"usage", plain_request(Request::Usage), [](auto r) { decode_usage(r); }}};
 }
@@ -134,6 +136,10 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   ASSERT_EQ(io.size(), 2u);
   EXPECT_EQ(io[0], std::uint64_t{1} << 40);
   EXPECT_FALSE(io[1].has_value());
+  const auto held = decode_held(serve_request(worker, 0, plain_request(Request::HeldRanks)));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].local, 1);
+  EXPECT_EQ(held[0].tracer, 4242);
   EXPECT_EQ(decode_usage(serve_request(worker, 0, plain_request(Request::Usage))).samples, 17u);
   serve_request(worker, 0, signal_request(15));
   EXPECT_EQ(worker.signalled, 15);

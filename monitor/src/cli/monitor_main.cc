@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -28,6 +29,7 @@
 #include "network/mpi_monitors.h"
 #include "node/node_worker.h"
 #include "node/stack_views.h"
+#include "os/proc.h"
 #include "os/slurm_job.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
@@ -45,7 +47,14 @@ struct MonitorOptions {
   bool share_node = false;
   // Slurm (the SPANK plugin): mail the report; the actions a site lets jobs choose.
   bool mail = false;
+  std::string mailer;  // a sendmail-compatible program; empty: /usr/sbin/sendmail
   std::string allowed_actions;
+  // The batch script, as PID:START_TICKS on the leader's node: the monitors end when it exits, so
+  // that its step ends quietly without anybody signalling them.
+  std::string batch_script;
+  // The exit status after a confirmed hang. The plugin asks for 0: the verdict is already in the
+  // job's stderr, and a non-zero status makes the monitors' srun add a line of its own there.
+  int hang_exit_status = kExitHang;
   bool check_options = false, list_options = false;
   // --stacks: print the job's merged stacks once and exit (parastack stacks across nodes).
   bool stacks = false;
@@ -141,15 +150,15 @@ std::vector<std::string> job_words(const sampler::JobSelector& selector) {
 
 // A batch job under Slurm: Slurm ends it (every step, the batch script, these monitors too) and
 // records why; the owner learns it by mail. Report and mail go first: scancel ends this process.
-void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths, bool mail,
-                       spdlog::logger& log) {
+void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths,
+                       const MonitorOptions& options, spdlog::logger& log) {
   control.terminate_how = "the job was cancelled (scancel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("cancelling job {} (scancel)", job);
     if (!os::slurm_cancel(job)) log.error("scancel {} failed; cancel the job by hand", job);
     return 0;
   };
-  control.notify = [job, paths, mail, &log](const watch::RunReport& r) {
+  control.notify = [job, paths, mail = options.mail, mailer = options.mailer, &log](const watch::RunReport& r) {
     const std::string summary = "job " + job + " hung: " + hang_summary(r);
     log.error("{}; report: {} (text: {})", summary, paths.json, paths.text);
     std::string problem;
@@ -160,12 +169,41 @@ void control_slurm_job(watch::JobControl& control, const std::string& job, const
     const std::string to = os::slurm_mail_recipient(job);
     if (to.empty()) {
       log.warn("no one to mail the report to (no --mail-user, no user name)");
-    } else if (!os::send_mail(to, "parastack: Slurm " + summary + "; " + r.action_taken, watch::to_text(r))) {
-      log.error("the report could not be mailed to {} (sendmail failed)", to);
+    } else if (const auto mail_problem =
+                   os::send_mail(mailer, to, "parastack: Slurm " + summary + "; " + r.action_taken, watch::to_text(r));
+               !mail_problem.empty()) {
+      // The job is still cancelled and the report written: the mail is the last thing done.
+      log.error("the report could not be mailed to {}: {}", to, mail_problem);
     } else {
       log.warn("report mailed to {}", to);
     }
   };
+}
+
+// --batch-script's process, if it is alive on this node. Otherwise (a malformed value, or the
+// leading monitor is not on the batch host) the monitors live until the job's end ends them, as
+// without the option: never end monitoring because of a process we cannot see.
+std::optional<os::ProcessIdentity> batch_script_on_this_node(const std::string& value, spdlog::logger& log) {
+  if (value.empty()) return std::nullopt;
+  const auto whole_number = [](std::string_view text, auto& number) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    return error == std::errc{} && end == text.data() + text.size();
+  };
+  const std::string_view text = value;
+  const auto colon = text.find(':');
+  int pid = 0;
+  std::uint64_t start = 0;
+  if (colon == std::string_view::npos || !whole_number(text.substr(0, colon), pid) ||
+      !whole_number(text.substr(colon + 1), start) || pid <= 0 || start == 0) {
+    log.error("--batch-script {}: not PID:START; monitoring lasts until the job ends", value);
+    return std::nullopt;
+  }
+  const os::ProcessIdentity script{os::Pid{pid}, start};
+  if (!os::is_alive(script)) {
+    log.warn("the batch script (pid {}) is not on this node; monitoring lasts until the job ends", pid);
+    return std::nullopt;
+  }
+  return script;
 }
 
 int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, const sampler::JobSelector& selector,
@@ -178,9 +216,14 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
   if (selector.kind == Kind::Launcher) {
     leading.launches = [&] { return sampler::open_mpi_launches(selector.launcher); };
   }
+  const std::optional<os::ProcessIdentity> script = batch_script_on_this_node(options.batch_script, log);
   watch::JobControl control;
   control.running = [&] {
     if (stop_requested) return false;
+    if (script && !os::is_alive(*script)) {
+      log.info("the batch script (pid {}) has ended: monitoring ends with it", script->pid.value);
+      return false;
+    }
     // With --pid the job lives as long as its launcher (on the leader's node); a batch job's
     // monitors live as long as the allocation, which ends them.
     return selector.kind != Kind::Launcher || ::kill(selector.launcher.value, 0) == 0 || errno == EPERM;
@@ -200,7 +243,7 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
                                                      : "qdel " + selector.job_id;
   if (selector.kind == Kind::Slurm) {
     leading.trace_on_hang_only = true;
-    control_slurm_job(control, selector.job_id, session.paths(), options.mail, log);
+    control_slurm_job(control, selector.job_id, session.paths(), options, log);
   }
 
   const auto outcome = session.lead(monitors, control);
@@ -208,7 +251,7 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
     session.write_final_report(std::nullopt);
     return kExitMonitoringLost;
   }
-  if (outcome == watch::Outcome::Hang) return kExitHang;
+  if (outcome == watch::Outcome::Hang) return options.hang_exit_status;
   // A batch job's monitors end with the job: nothing to say unless something happened (a healthy
   // job's directory gets no parastack file).
   if (selector.kind != Kind::Slurm) session.write_final_report(std::nullopt);
@@ -249,6 +292,16 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
       ->capture_default_str();
   app.add_flag("--mail", options.mail,
                "With --slurm-job: mail the hang report to the job's --mail-user, else to its owner");
+  app.add_option("--mailer", options.mailer,
+                 "With --mail: the sendmail-compatible program to mail with (run as MAILER -t -oi, the message on "
+                 "stdin; default /usr/sbin/sendmail)");
+  app.add_option("--batch-script", options.batch_script,
+                 "With --slurm-job: PID:START (start time in clock ticks, /proc/PID/stat field 22) of the "
+                 "batch script on the leading monitor's node; monitoring ends when it exits (SPANK plugin)");
+  app.add_option("--hang-exit-status", options.hang_exit_status,
+                 "Exit status of the monitors after a confirmed hang (the SPANK plugin asks for 0)")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
   app.add_option("--allowed-actions", options.allowed_actions,
                  "Comma-separated actions the site lets jobs choose (SPANK plugin's actions=)");
   app.add_option("--job-options", job_options_help, "NAME=VALUE,...: options as --parastack=OPTIONS gives them");
@@ -342,6 +395,10 @@ int monitor_main(int argc, char** argv) {
   std::optional<sampler::JobSelector> selector;
   if (const auto status = parse_monitor_options(app, options, argc, argv, selector)) return *status;
 
+  // Before MPI_Init: a SIGTERM that lands while the monitors start up ends them the same way, with
+  // the same line in the log, not silently.
+  ::signal(SIGTERM, request_stop);
+  ::signal(SIGINT, request_stop);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int self = 0, size = 1;
@@ -356,8 +413,6 @@ int monitor_main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, kExitUsage);
   }
   spdlog::set_default_logger(logger);
-  ::signal(SIGTERM, request_stop);
-  ::signal(SIGINT, request_stop);
 
   int status = 0;
   try {

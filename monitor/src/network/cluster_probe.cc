@@ -137,6 +137,22 @@ std::vector<std::optional<std::uint64_t>> ClusterProbe::io_bytes() {
   return bytes;
 }
 
+std::vector<stats::HeldRank> ClusterProbe::held_ranks() {
+  std::vector<stats::HeldRank> held;
+  const auto monitors = holders();
+  const auto replies = monitors_.call(monitors, plain_request(Request::HeldRanks));
+  for (std::size_t k = 0; k < monitors.size(); ++k) {
+    const auto& mine = by_monitor_[static_cast<std::size_t>(monitors[k])];
+    for (const auto& h : decode_held(replies[k])) {
+      // The monitor's local index back to the table's index.
+      for (int index : mine) {
+        if (local_index_[static_cast<std::size_t>(index)] == h.local) held.push_back({index, h.tracer});
+      }
+    }
+  }
+  return held;
+}
+
 GatheredStacks ClusterProbe::gather_stacks() {
   return decode_stacks(monitors_.reduce(plain_request(Request::GatherStacks)));
 }

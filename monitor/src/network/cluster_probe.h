@@ -23,6 +23,7 @@ class ClusterProbe final : public stats::JobProbe {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override;
   std::vector<stats::RankState> all_states(int rank_count) override;
   std::vector<std::optional<std::uint64_t>> io_bytes() override;
+  std::vector<stats::HeldRank> held_ranks() override;
 
   GatheredStacks gather_stacks();
   void signal(int signal);  // to every rank of the program, through its monitor

@@ -47,7 +47,7 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
   const auto kind = static_cast<Request>(in.u8());
   // Requests without arguments: nothing may follow the code.
   if (kind == Request::AllStates || kind == Request::IoBytes || kind == Request::GatherStacks ||
-      kind == Request::Exit) {
+      kind == Request::Exit || kind == Request::HeldRanks) {
     in.finish();
   }
   WireWriter out;
@@ -108,6 +108,12 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       const auto bytes = worker.io_bytes();
       out.u32(static_cast<std::uint32_t>(bytes.size()));
       for (const auto& b : bytes) out.u8(b ? 1 : 0).u64(b.value_or(0));
+      break;
+    }
+    case Request::HeldRanks: {
+      const auto held = worker.held_ranks();
+      out.u32(static_cast<std::uint32_t>(held.size()));
+      for (const auto& h : held) out.i32(h.local).i32(h.tracer);
       break;
     }
     case Request::GatherStacks: {
@@ -247,6 +253,17 @@ std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply) {
   }
   in.finish();
   return bytes;
+}
+
+std::vector<node::HeldRank> decode_held(std::string_view reply) {
+  WireReader in(reply);
+  std::vector<node::HeldRank> held(in.count(4 + 4));
+  for (auto& h : held) {
+    h.local = in.i32();
+    h.tracer = in.i32();
+  }
+  in.finish();
+  return held;
 }
 
 GatheredStacks decode_stacks(std::string_view reply) {

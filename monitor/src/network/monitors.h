@@ -27,6 +27,7 @@ enum class Request : std::uint8_t {
   Signal,        // i32 signal, to every rank of the monitor
   Usage,         // -> the monitor's CPU seconds, wall seconds alive, samples taken
   Exit,          // the monitor leaves its loop
+  HeldRanks,     // -> the monitor's ranks traced by another process: local index and tracer pid
 };
 
 // A monitor did not answer in time, or died: its node is no longer watched.
@@ -98,6 +99,7 @@ std::vector<TableEntry> decode_discovery(std::string_view reply);
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply);
 std::vector<stats::RankState> decode_states(std::string_view reply);
 std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply);
+std::vector<node::HeldRank> decode_held(std::string_view reply);
 struct GatheredStacks {
   diagnosis::PrefixTree tree;
   std::vector<node::RankRecord> records;

@@ -66,7 +66,9 @@ stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
       sample.failure == os::StopFailure::Replaced) {
     sampler_.forget(os::Pid{rank.pid});
   }
-  // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown.
+  // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown. One a
+  // debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
+  if (sample.failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local);
   if (sample.failure) return {stats::RankState::Unknown, {}, 0};
   return {sample.state, std::move(sample.mpi_function), sample.path};
 }
@@ -95,6 +97,27 @@ std::vector<std::optional<std::uint64_t>> LiveNodeWorker::io_bytes() {
     bytes.push_back(ours ? std::optional(io->read_chars + io->written_chars) : std::nullopt);
   }
   return bytes;
+}
+
+std::vector<HeldRank> LiveNodeWorker::held_ranks() {
+  // Between samples this monitor traces nobody, so any tracer is someone else's. A rank let go a
+  // moment ago counts too: the still samples its peers gave while it was held (the streak that
+  // raised the alarm) are no evidence of a hang (bench/faults.sh section 7 saw gdb detach between
+  // the streak and this check, and the job was called hung).
+  std::vector<HeldRank> held;
+  const pid_t self = ::getpid();
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const int local = static_cast<int>(i);
+    const auto status = os::read_status(os::Pid{ranks_[i].pid});
+    const bool traced = status && status->tracer != 0 && status->tracer != self;
+    if (traced && os::has_pid_now(identity_of(ranks_[i]))) {
+      held.push_back({local, status->tracer});
+    } else if (seen_held_.contains(local)) {
+      held.push_back({local, 0});
+    }
+  }
+  seen_held_.clear();
+  return held;
 }
 
 diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& records) {

@@ -40,6 +40,13 @@ struct NodeRank {
   std::uint64_t start_ticks = 0;  // with pid, the rank's identity (os::ProcessIdentity); not on the wire
 };
 
+// One of my ranks traced by another process (a debugger), by its index in ranks(): tracer is its
+// pid, or 0 when the rank is free now but a sample found it held since the last held_ranks().
+struct HeldRank {
+  int local = 0;
+  int tracer = 0;
+};
+
 class NodeWorker {
  public:
   virtual ~NodeWorker() = default;
@@ -53,6 +60,9 @@ class NodeWorker {
   virtual std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) = 0;
   virtual std::vector<stats::RankState> all_states() = 0;
   virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+  // My ranks traced by a process other than this monitor now (from /proc: nobody is stopped), or
+  // found so by a sample since the last call.
+  virtual std::vector<HeldRank> held_ranks() = 0;
   // Every rank's stack (one sample each) merged into one tree; their states into records.
   virtual diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) = 0;
   virtual void signal(int signal) = 0;
@@ -81,6 +91,7 @@ class LiveNodeWorker final : public NodeWorker {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
   std::vector<stats::RankState> all_states() override;
   std::vector<std::optional<std::uint64_t>> io_bytes() override;
+  std::vector<HeldRank> held_ranks() override;
   diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
   void signal(int signal) override;
   bool ranks_alive() override;
@@ -98,6 +109,7 @@ class LiveNodeWorker final : public NodeWorker {
   std::vector<NodeRank> ranks_;
   std::set<std::string> problems_logged_;
   std::uint64_t samples_taken_ = 0;
+  std::set<int> seen_held_;  // ranks a sample found traced by another process, since held_ranks()
 };
 
 }  // namespace parastack::node

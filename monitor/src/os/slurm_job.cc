@@ -51,10 +51,23 @@ bool slurm_set_comment(const std::string& job_id, const std::string& comment, st
 
 bool slurm_cancel(const std::string& job_id) { return run_program({"scancel", job_id}, 60s) == 0; }
 
-bool send_mail(const std::string& to, const std::string& subject, const std::string& body) {
+std::string send_mail(const std::string& mailer, const std::string& to, const std::string& subject,
+                      const std::string& body) {
   const std::string message =
       "To: " + to + "\nSubject: " + subject + "\nContent-Type: text/plain; charset=utf-8\n\n" + body;
-  return run_program({sendmail_program(), "-t", "-oi"}, 60s, message) == 0;
+  const std::string program = mailer.empty() ? sendmail_program() : mailer;
+  switch (const int status = run_program({program, "-t", "-oi"}, 60s, message)) {
+    case 0:
+      return {};
+    case -1:
+      return program + " could not be run";
+    case -2:
+      return program + " did not finish within 60 s";
+    case 127:
+      return program + " could not be run (exit status 127: not found?)";
+    default:
+      return program + " exited with status " + std::to_string(status);
+  }
 }
 
 }  // namespace parastack::os

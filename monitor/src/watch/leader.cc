@@ -276,8 +276,13 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     if (alarm.slowdown) {
       ++report.slowdowns;
       if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);
-      log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
-               alarm.evidence);
+      if (alarm.held) {
+        log.warn("alarm at t={:.1f} s: {}: no hang is judged on it; watching on", alarm.decision.observation.t,
+                 alarm.evidence);
+      } else {
+        log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
+                 alarm.evidence);
+      }
     } else {
       log.warn("alarm at t={:.1f} s: no progress on any sampled rank; checking all ranks",
                alarm.decision.observation.t);
@@ -316,7 +321,9 @@ ProgramEnd watch_program(network::Monitors& monitors, const LeaderOptions& optio
     }
     trace.keep_for_hang();
     record_hang(report, *finding, probe, watchdog, log);
-    log.error("HANG detected: {}", hang_words(*finding, report.faulty_ranks));
+    // warn, not error: a batch job's stderr gets only errors, and its one line is the verdict with
+    // the report's path, written once the report is (notify).
+    log.warn("HANG detected: {}", hang_words(*finding, report.faulty_ranks));
     if (act_on_hang(options, job, probe, report, log)) return ProgramEnd::Acted;
     hang_reported = hang_episode = true;
     watchdog.resume_after_hang();

@@ -22,6 +22,12 @@
 namespace parastack::stats {
 
 // What the watchdog needs from a job. Ranks are indices 0..rank_count-1 of the job's rank table.
+// A rank held by a process other than the monitors: a debugger (its TracerPid).
+struct HeldRank {
+  int rank = 0;    // index in the job's rank table
+  int tracer = 0;  // the pid that traces it; 0: free now, but held during the samples since the last alarm
+};
+
 class JobProbe {
  public:
   virtual ~JobProbe() = default;
@@ -37,6 +43,10 @@ class JobProbe {
   // Every rank's I/O byte count now (nullopt where unknown); empty when the probe cannot tell, and
   // then I/O progress is not part of verification.
   virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+  // The ranks a debugger holds now or held since the last call, read without stopping anybody. A
+  // job that a person holds is not hung by itself: no alarm is confirmed on samples taken while a
+  // rank was held. Empty when none, or when the probe cannot tell (synthetic ranks).
+  virtual std::vector<HeldRank> held_ranks() { return {}; }
 };
 
 struct WatchdogConfig {
@@ -62,9 +72,10 @@ std::optional<std::string> config_error(const WatchdogConfig& config);
 
 // A model alarm and what verification made of it.
 struct Alarm {
-  Decision decision;  // the observation that completed the streak: t, q, k, I, onset
-  bool slowdown = false;
-  std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
+  Decision decision;      // the observation that completed the streak: t, q, k, I, onset
+  bool slowdown = false;  // not a hang: the job moved (or a debugger holds a rank)
+  bool held = false;      // a debugger holds a rank: the job is not judged while it does
+  std::string evidence;   // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
 
 // What kind of hang (§4): some ranks stuck outside MPI (a computation error, they are named), or
