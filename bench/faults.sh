@@ -21,10 +21,23 @@
 #               writes through file modes) or full (a 16 KiB tmpfs, filled):
 #               parastack must still act (exit 3, the job killed), say why in its log, and leave
 #               no file behind. REPORT_TRIALS each.
+#  5. hosts     an 8-rank job over two emulated hosts (their own network, hostname and /proc; Open
+#               MPI over ssh and TCP) with one parastack-monitor per host: the leader (node1) or the
+#               follower (node2) killed the same three ways 0.3-6 s after the monitors started;
+#               also no monitor may outlive its mpirun (bench/tools/faults_hosts.cc). HOSTS_TRIALS.
+#  6. spawn     ranks that fork and exec a program after every iteration (PS_SOLVER_SPAWN): the
+#               sampling loop killed mid-sample beside them as in 1, and `parastack run` watching
+#               such a job to its end, which must be called completed. SPAWN_TRIALS each.
+#  7. debugger  gdb attaches to a random rank 3-15 s into a watched job and holds it stopped for
+#               5-25 s (far longer than a hang takes to find), then detaches: the job must complete
+#               and parastack must not call it hung (it says a debugger holds the rank).
+#               DEBUGGER_TRIALS.
 #
-# Usage: bench/faults.sh [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N] [--seed S]
-#        (defaults: build, 1000, 60, 30, 3; as environment variables BUILD_DIR, SAMPLER_TRIALS,
-#        MONITOR_TRIALS, RUN_TRIALS, REPORT_TRIALS, SEED). Root, for the tmpfs of section 4.
+# Usage: bench/faults.sh [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N]
+#        [--hosts N] [--spawn N] [--debugger N] [--seed S]
+#        (defaults: build, 1000, 60, 30, 3, 24, 10, 10; as environment variables BUILD_DIR,
+#        SAMPLER_TRIALS, MONITOR_TRIALS, RUN_TRIALS, REPORT_TRIALS, HOSTS_TRIALS, SPAWN_TRIALS,
+#        DEBUGGER_TRIALS, SEED). Root, for the tmpfs of section 4 and the hosts of section 5.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +46,9 @@ SAMPLER_TRIALS=${SAMPLER_TRIALS:-1000}
 MONITOR_TRIALS=${MONITOR_TRIALS:-60}
 RUN_TRIALS=${RUN_TRIALS:-30}
 REPORT_TRIALS=${REPORT_TRIALS:-3}
+HOSTS_TRIALS=${HOSTS_TRIALS:-24}
+SPAWN_TRIALS=${SPAWN_TRIALS:-10}
+DEBUGGER_TRIALS=${DEBUGGER_TRIALS:-10}
 SEED=${SEED:-1}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,8 +57,12 @@ while [ $# -gt 0 ]; do
     --monitor) MONITOR_TRIALS=$2; shift 2 ;;
     --run) RUN_TRIALS=$2; shift 2 ;;
     --report) REPORT_TRIALS=$2; shift 2 ;;
+    --hosts) HOSTS_TRIALS=$2; shift 2 ;;
+    --spawn) SPAWN_TRIALS=$2; shift 2 ;;
+    --debugger) DEBUGGER_TRIALS=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N] [--seed S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--sampler N] [--monitor N] [--run N] [--report N] [--hosts N] [--spawn N]" \
+            "[--debugger N] [--seed S]" >&2; exit 2 ;;
   esac
 done
 RANDOM=$SEED
@@ -52,7 +72,8 @@ MONITOR=$BUILD_DIR/monitor/parastack-monitor
 BENCH=$BUILD_DIR/bench/parastack-bench
 SOLVER=$BUILD_DIR/tests/programs/ps_solver
 FAULT_LIB=$BUILD_DIR/tests/programs/libps_fault.so
-for f in "$PARASTACK" "$MONITOR" "$BENCH" "$SOLVER" "$FAULT_LIB"; do
+HOSTS_TOOL=$BUILD_DIR/bench/parastack-faults-hosts
+for f in "$PARASTACK" "$MONITOR" "$BENCH" "$SOLVER" "$FAULT_LIB" "$HOSTS_TOOL"; do
   [ -x "$f" ] || [ -f "$f" ] || { echo "error: $f missing: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
@@ -110,15 +131,20 @@ check_ranks() {
   done
 }
 
-# A healthy job in the background: mpirun of 4 ps_solver ranks for $1 seconds; sets JOB_PID and
-# JOB_OUT. job_ok checks its status and output once it has ended.
+# A healthy job in the background: mpirun of 4 ps_solver ranks for $1 seconds (more mpirun
+# options before the program: $2...); sets JOB_PID and JOB_OUT. job_ok checks its status and
+# output once it has ended.
 start_job() {
+  local seconds=$1
+  shift
   JOB_OUT=$SCRATCH/job.$RANDOM.out
-  mpirun --oversubscribe -np 4 "$SOLVER" blocking "$1" > "$JOB_OUT" 2>&1 &
+  mpirun --oversubscribe -np 4 "$@" "$SOLVER" blocking "$seconds" > "$JOB_OUT" 2>&1 &
   JOB_PID=$!
   local deadline=$((SECONDS + 60))
   while [ "$(ranks_of "$JOB_PID" | wc -l)" -lt 4 ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
 }
+# A rank's fork, before it execs, is a ps_solver too: a job has its ranks while it has 4 or more.
+job_running() { [ "$(ranks_of "$JOB_PID" | wc -l)" -ge 4 ]; }
 # Not in $(...): a subshell cannot wait for this shell's job. Sets JOB_PROBLEMS.
 job_ok() {
   local status=0
@@ -161,28 +187,35 @@ hit() {
 }
 ways=(kill term stop-cont-kill)
 
-echo "== 1. the sampling loop killed mid-sample: $SAMPLER_TRIALS trials" >&2
-done_trials=0
-while [ $done_trials -lt "$SAMPLER_TRIALS" ]; do
-  start_job 40
-  while [ $done_trials -lt "$SAMPLER_TRIALS" ] && [ "$(ranks_of "$JOB_PID" | wc -l)" -eq 4 ]; do
-    way=${ways[$((done_trials % 3))]}
-    "$BENCH" sample-bench --pid "$JOB_PID" --loop 0.0001 > /dev/null 2>&1 &
-    sampler=$!
-    sleep_ms "$(random_between 1 40)"
-    hit "$sampler" "$way"
-    record sampler "$way" "$(check_ranks "$JOB_PID")"
-    done_trials=$((done_trials + 1))
+# Section $1 (sampler, spawn): $3 trials of the sampling loop killed mid-sample, each recorded as
+# fault $2WAY; more mpirun options for the job: $4...
+sampler_trials() {
+  local section=$1 prefix=$2 count=$3 done_trials=0
+  shift 3
+  while [ $done_trials -lt "$count" ]; do
+    start_job 40 "$@"
+    while [ $done_trials -lt "$count" ] && job_running; do
+      way=${ways[$((done_trials % 3))]}
+      "$BENCH" sample-bench --pid "$JOB_PID" --loop 0.0001 > /dev/null 2>&1 &
+      sampler=$!
+      sleep_ms "$(random_between 1 40)"
+      hit "$sampler" "$way"
+      record "$section" "$prefix$way" "$(check_ranks "$JOB_PID")"
+      done_trials=$((done_trials + 1))
+    done
+    job_ok
+    record "$section" job "$JOB_PROBLEMS"
   done
-  job_ok
-  record sampler job "$JOB_PROBLEMS"
-done
+}
+
+echo "== 1. the sampling loop killed mid-sample: $SAMPLER_TRIALS trials" >&2
+sampler_trials sampler "" "$SAMPLER_TRIALS"
 
 echo "== 2. parastack-monitor killed while it watches: $MONITOR_TRIALS trials" >&2
 done_trials=0
 while [ $done_trials -lt "$MONITOR_TRIALS" ]; do
   start_job 60
-  while [ $done_trials -lt "$MONITOR_TRIALS" ] && [ "$(ranks_of "$JOB_PID" | wc -l)" -eq 4 ]; do
+  while [ $done_trials -lt "$MONITOR_TRIALS" ] && job_running; do
     way=${ways[$((done_trials % 3))]}
     log=$SCRATCH/monitor.$done_trials.log
     mpirun --oversubscribe -np 1 "$MONITOR" --pid "$JOB_PID" --report "$SCRATCH/m.$done_trials.json" \
@@ -263,6 +296,74 @@ for ((t = 0; t < REPORT_TRIALS; t++)); do
   record report unwritable "$(report_trial unwritable)"
   record report full "$(report_trial full)"
 done
+
+echo "== 5. monitors of a 2-host job killed: $HOSTS_TRIALS trials" >&2
+if [ "$HOSTS_TRIALS" -gt 0 ]; then
+  # Its processes are not this script's children: the tag finds them for the cleanup.
+  while read -r word section fault problems; do
+    case $word in
+      TRIAL) [ "$problems" = OK ] && problems=""; record "$section" "$fault" "$problems" ;;
+      SKIP) record hosts skipped "$section $fault $problems" ;;
+      END) [ "$section" = 0 ] || [ "$section" = 77 ] || record hosts tool "parastack-faults-hosts exited $section" ;;
+    esac
+  done < <("$HOSTS_TOOL" --trials "$HOSTS_TRIALS" --seed "$SEED" --monitor "$MONITOR" 2>"$SCRATCH/hosts.err"; \
+           echo "END $?")
+  grep -q . "$SCRATCH/hosts.err" && tail -5 "$SCRATCH/hosts.err" >&2
+fi
+
+# `parastack run` watches a healthy 4-rank job to its end (more mpirun options: $3...); section
+# $1, fault $2. The job must end with status 0 and its line, parastack with 0 and a report that
+# says completed, and no rank may be left stopped or traced.
+watched_healthy_run() {
+  local section=$1 fault=$2 dir=$SCRATCH/$1.$RANDOM status=0 problems=""
+  shift 2
+  mkdir -p "$dir"
+  "$PARASTACK" run --report "$dir/report.json" --log-file "$dir/log" -- \
+    mpirun --oversubscribe -np 4 "$@" "$SOLVER" blocking 30 > "$dir/out" 2>&1 &
+  WATCHER=$!
+  WATCH_DIR=$dir
+  [ -n "${DURING:-}" ] && "$DURING"
+  wait "$WATCHER" || status=$?
+  [ $status -eq 0 ] || problems+="parastack exit status $status, not 0 ($(grep -m1 -E 'HANG|error' "$dir/log")); "
+  grep -q '"verdict": *"completed"' "$dir/report.json" 2>/dev/null || problems+="report does not say completed; "
+  grep -q "^iterations " "$dir/out" || problems+="job output lost its line; "
+  pgrep -f "^$SOLVER " > /dev/null && problems+="ranks left running; "
+  record "$section" "$fault" "$problems"
+}
+
+echo "== 6. ranks that fork and exec while sampled: $SPAWN_TRIALS trials each" >&2
+if [ "$SPAWN_TRIALS" -gt 0 ]; then
+  sampler_trials spawn sampler- "$SPAWN_TRIALS" -x PS_SOLVER_SPAWN=/bin/true
+  for ((t = 0; t < SPAWN_TRIALS; t++)); do
+    watched_healthy_run spawn run-completes -x PS_SOLVER_SPAWN=/bin/true
+  done
+fi
+
+echo "== 7. a debugger holds a rank of a watched job: $DEBUGGER_TRIALS trials" >&2
+hold_a_rank() {  # DURING watched_healthy_run: gdb holds a random rank, then lets it go
+  local deadline=$((SECONDS + 60)) launcher="" ranks rank hold
+  while [ -z "$launcher" ] && [ $SECONDS -lt $deadline ]; do
+    launcher=$(pgrep -P "$WATCHER" -x mpirun | head -1)
+    sleep 0.05
+  done
+  sleep_ms "$(random_between 3000 15000)"
+  mapfile -t ranks < <(ranks_of "$launcher")
+  [ ${#ranks[@]} -gt 0 ] || return 0
+  rank=${ranks[$((RANDOM % ${#ranks[@]}))]}
+  hold=$(random_between 5 25)
+  # The sampler may hold the rank for microseconds: gdb's attach then fails and is tried again.
+  for attempt in 1 2 3 4 5; do
+    gdb -p "$rank" -batch -ex "shell sleep $hold" -ex detach > "$WATCH_DIR/gdb.$attempt" 2>&1 || true
+    grep -q "ptrace: Operation not permitted" "$WATCH_DIR/gdb.$attempt" || break
+  done
+  echo "rank pid $rank held ${hold} s" >> "$WATCH_DIR/held"
+}
+if [ "$DEBUGGER_TRIALS" -gt 0 ]; then
+  command -v gdb > /dev/null || { echo "gdb missing (packaging/bootstrap.sh installs it)" >&2; exit 1; }
+  for ((t = 0; t < DEBUGGER_TRIALS; t++)); do
+    DURING=hold_a_rank watched_healthy_run debugger hold-5-25s
+  done
+fi
 
 echo
 echo "| section | fault | trials | ranks left stopped or traced, jobs harmed, or checks failed |"

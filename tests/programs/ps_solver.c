@@ -9,13 +9,17 @@
  *                    polled the same way: a code that never blocks inside MPI)
  *         hybrid    (MPI_THREAD_MULTIPLE: two threads compute and exchange on their own tags)
  * Exit status 0; rank 0 prints "iterations N elapsed S". With the fault injector preloaded
- * (libps_fault.so) a rank can be made to hang. */
+ * (libps_fault.so) a rank can be made to hang. With PS_SOLVER_SPAWN=PROGRAM every rank forks and
+ * execs PROGRAM (no arguments) after each iteration and waits for it: ranks that fork and exec
+ * while they are sampled (bench/faults.sh). */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ready_file.h"
 
@@ -108,6 +112,15 @@ static void* hybrid_worker(void* arg) {
   return NULL;
 }
 
+static void spawn_and_wait(const char* program) {
+  const pid_t child = fork();
+  if (child == 0) {
+    execl(program, program, (char*)NULL);
+    _exit(127);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: ps_solver blocking|polling|hybrid SECONDS [COMPUTE_MS]\n");
@@ -145,9 +158,11 @@ int main(int argc, char** argv) {
   const double start = now();
   long iterations = 0;
   double halo[2];
+  const char* spawn = getenv("PS_SOLVER_SPAWN");
   do {
     relax_grid(compute_ms * imbalance());
     exchange_halos(style, MPI_COMM_WORLD, 10, halo);
+    if (spawn && *spawn) spawn_and_wait(spawn);
     ++iterations;
   } while (!agree_to_stop(style, start, seconds));
   if (style == 2) {

@@ -171,4 +171,17 @@ pid_t EmulatedHosts::pid_inside(pid_t pid) {
   return 0;
 }
 
+int EmulatedHosts::host_of(pid_t pid) const {
+  // Each host has its own UTS namespace: the same link target means the same host.
+  std::error_code error;
+  const auto uts = fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/uts", error);
+  if (error) return -1;
+  for (std::size_t h = 0; h < init_.size(); ++h) {
+    if (fs::read_symlink("/proc/" + std::to_string(init_[h]) + "/ns/uts", error) == uts && !error) {
+      return static_cast<int>(h);
+    }
+  }
+  return -1;
+}
+
 }  // namespace parastack::testing

@@ -39,6 +39,8 @@ class EmulatedHosts {
 
   // The pid a process has inside its host's PID namespace (pid is as seen here).
   static pid_t pid_inside(pid_t pid);
+  // The host a process (pid as seen here) runs on, or -1 if on none of them.
+  int host_of(pid_t pid) const;
 
  private:
   TempDir dir_;
