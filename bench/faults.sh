@@ -73,9 +73,10 @@ BENCH=$BUILD_DIR/bench/parastack-bench
 SOLVER=$BUILD_DIR/tests/programs/ps_solver
 FAULT_LIB=$BUILD_DIR/tests/programs/libps_fault.so
 HOSTS_TOOL=$BUILD_DIR/bench/parastack-faults-hosts
-for f in "$PARASTACK" "$MONITOR" "$BENCH" "$SOLVER" "$FAULT_LIB" "$HOSTS_TOOL"; do
-  [ -x "$f" ] || [ -f "$f" ] || { echo "error: $f missing: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
+for f in "$PARASTACK" "$MONITOR" "$BENCH" "$SOLVER" "$HOSTS_TOOL"; do
+  [ -x "$f" ] || { echo "error: $f missing or not executable: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
 done
+[ -f "$FAULT_LIB" ] || { echo "error: $FAULT_LIB missing: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 # Every process this script starts carries the tag (mpirun hands it to the ranks): the cleanup
 # kills exactly those, orphans included.

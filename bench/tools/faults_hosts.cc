@@ -107,6 +107,17 @@ std::string check_ranks() {
   return problems;
 }
 
+// What every rank is doing now, for a job that did not end: pid, host, state, tracer, wait channel.
+std::string ranks_now() {
+  std::string said;
+  for (pid_t rank : processes_named("ps_solver")) {
+    const std::string proc = "/proc/" + std::to_string(rank);
+    said += "[pid " + std::to_string(rank) + " state " + std::string(1, state_of(rank)) + " tracer " + tracer_of(rank) +
+            " wchan " + read_file(proc + "/wchan") + " cpu " + std::to_string(cpu_ticks(rank)) + "] ";
+  }
+  return said;
+}
+
 void await_gone(pid_t pid, std::chrono::seconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (::kill(pid, 0) == 0 && state_of(pid) != 'Z' && state_of(pid) != '\0' && Clock::now() < deadline) {
@@ -173,7 +184,9 @@ struct Campaign {
     }
     const int status = app.wait_exit(180s);
     std::string problems;
-    if (status != 0) problems = "job exited with status " + std::to_string(status) + "; ";
+    if (status < 0) problems = "job still running 180 s after its last trial: " + ranks_now() + "; ";
+    if (status > 0) problems = "job exited with status " + std::to_string(status) + "; ";
+    if (status != 0) problems += "its stderr: " + read_file(dir.path() / "app.err").substr(0, 800) + "; ";
     if (read_file(out).find("iterations ") == std::string::npos) problems += "job output lost its line; ";
     std::cout << "TRIAL hosts job " << (problems.empty() ? "OK" : problems) << std::endl;
   }

@@ -98,8 +98,10 @@ TEST_P(BlockedRanks, AreInMpiAndTheComputingRankIsNot) {
   // Several frames deep, named from the program's symbols.
   std::vector<std::string> names;
   for (const auto& f : computing.frames) names.push_back(f.function);
-  EXPECT_NE(std::find(names.begin(), names.end(), "compute_kernel"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "main"), names.end());
+  std::string path;
+  for (const auto& name : names) path += name + " < ";
+  EXPECT_NE(std::find(names.begin(), names.end(), "compute_kernel"), names.end()) << path;
+  EXPECT_NE(std::find(names.begin(), names.end(), "main"), names.end()) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, BlockedRanks,

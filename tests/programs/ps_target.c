@@ -64,10 +64,15 @@ static void run_mode(const char* mode, int rank, int size) {
   const int last = size - 1;
   int value = rank, result = 0;
   MPI_Request request;
-  announce(rank);
   if (strcmp(mode, "compute") == 0) {
+    /* Ready once inside the loop: a sample right after the ready file must not find the rank
+     * still writing it (a test once saw no compute_kernel on the stack under load). */
+    compute_step();
+    announce(rank);
     compute_forever();
-  } else if (strcmp(mode, "clock") == 0) {
+  }
+  announce(rank);
+  if (strcmp(mode, "clock") == 0) {
     read_cpu_clock_forever();
   } else if (strcmp(mode, "halo") == 0) {
     mpi_exchange_halo();
