@@ -56,6 +56,18 @@ std::vector<pid_t> processes_named(const std::string& comm) {
   return found;
 }
 
+// The ranks of this tool's jobs: ps_solver processes run from the build's own path (another job on
+// the machine, another build's, is not ours to judge).
+std::vector<pid_t> our_ranks() {
+  const std::string program = testing::test_program("ps_solver");
+  std::vector<pid_t> ours;
+  for (pid_t pid : processes_named("ps_solver")) {
+    const std::string command = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    if (command.compare(0, program.size() + 1, program + '\0') == 0) ours.push_back(pid);
+  }
+  return ours;
+}
+
 char state_of(pid_t pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');
@@ -88,7 +100,7 @@ std::string tracer_of(pid_t pid) {
 // Every rank of the job: not in a trace stop, not traced, and running on (CPU time grows within 5 s).
 std::string check_ranks() {
   std::string problems;
-  for (pid_t rank : processes_named("ps_solver")) {
+  for (pid_t rank : our_ranks()) {
     const std::string which = "rank pid " + std::to_string(rank);
     if (state_of(rank) == 't') problems += which + " left in a trace stop; ";
     if (const auto tracer = tracer_of(rank); tracer != "0") problems += which + " still traced by " + tracer + "; ";
@@ -107,10 +119,19 @@ std::string check_ranks() {
   return problems;
 }
 
+// One process for a report: pid, name, state and wait channel.
+std::string describe(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string comm = read_file(proc + "/comm");
+  if (!comm.empty()) comm.pop_back();
+  return "[" + std::to_string(pid) + " " + comm + " " + std::string(1, state_of(pid)) + " " +
+         read_file(proc + "/wchan") + "] ";
+}
+
 // What every rank is doing now, for a job that did not end: pid, host, state, tracer, wait channel.
 std::string ranks_now() {
   std::string said;
-  for (pid_t rank : processes_named("ps_solver")) {
+  for (pid_t rank : our_ranks()) {
     const std::string proc = "/proc/" + std::to_string(rank);
     said += "[pid " + std::to_string(rank) + " state " + std::string(1, state_of(rank)) + " tracer " + tracer_of(rank) +
             " wchan " + read_file(proc + "/wchan") + " cpu " + std::to_string(cpu_ticks(rank)) + "] ";
@@ -159,6 +180,15 @@ struct Campaign {
   std::mt19937 random;
   int trials_left;
 
+  // The monitors on this campaign's hosts (not those of any other job on the machine).
+  std::vector<pid_t> monitors_on_our_hosts() const {
+    std::vector<pid_t> ours;
+    for (pid_t pid : processes_named("parastack-monit")) {
+      if (hosts.host_of(pid) >= 0) ours.push_back(pid);
+    }
+    return ours;
+  }
+
   std::vector<std::string> mpirun(const std::vector<std::string>& rest) const {
     return hosts.on(0) +
            std::vector<std::string>{"mpirun", "--hostfile", hosts.hostfile(), "--mca", "btl", "tcp,self"} + rest;
@@ -184,7 +214,12 @@ struct Campaign {
     }
     const int status = app.wait_exit(180s);
     std::string problems;
-    if (status < 0) problems = "job still running 180 s after its last trial: " + ranks_now() + "; ";
+    if (status < 0) {
+      problems = "job still running 180 s after its last trial: ranks " + ranks_now() + "; its launcher " +
+                 describe(app.pid()) + ", under it ";
+      for (pid_t pid : app.descendants()) problems += describe(pid);
+      problems += "; ";
+    }
     if (status > 0) problems = "job exited with status " + std::to_string(status) + "; ";
     if (status != 0) problems += "its stderr: " + read_file(dir.path() / "app.err").substr(0, 800) + "; ";
     if (read_file(out).find("iterations ") == std::string::npos) problems += "job output lost its line; ";
@@ -219,8 +254,8 @@ struct Campaign {
     }
     // The monitors' mpirun is gone: no monitor may outlive it on either host.
     const auto deadline = Clock::now() + 15s;
-    while (!processes_named("parastack-monit").empty() && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    if (const auto left = processes_named("parastack-monit"); !left.empty()) {
+    while (!monitors_on_our_hosts().empty() && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    if (const auto left = monitors_on_our_hosts(); !left.empty()) {
       problems += std::to_string(left.size()) + " monitor(s) outlived their mpirun; ";
       for (pid_t pid : left) ::kill(pid, SIGKILL);
     }

@@ -47,8 +47,22 @@ std::map<pid_t, pid_t> parent_links(std::set<pid_t>& zombies) {
   return parent_of;
 }
 
+// The pids of the live ChildProcess objects: their exit status is their owner's to read.
+std::set<pid_t>& owned_children() {
+  static std::set<pid_t> owned;
+  return owned;
+}
+
+// Reaps the orphans re-parented to us, never another ChildProcess's own child: a waitpid(-1) here
+// once took the exit status of a job that had just ended, and its owner waited for it in vain.
 void reap_orphans() {
-  while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+  std::set<pid_t> zombies;
+  const auto parent_of = parent_links(zombies);
+  for (pid_t zombie : zombies) {
+    const auto parent = parent_of.find(zombie);
+    if (parent != parent_of.end() && parent->second == ::getpid() && !owned_children().contains(zombie)) {
+      ::waitpid(zombie, nullptr, WNOHANG | __WALL);
+    }
   }
 }
 
@@ -105,6 +119,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOpti
     ::_exit(127);
   }
   ::setpgid(pid_, pid_);  // also from the parent, so it holds before either side runs on
+  owned_children().insert(pid_);
 }
 
 ChildProcess::~ChildProcess() {
@@ -115,6 +130,7 @@ ChildProcess::~ChildProcess() {
     for (pid_t p : others) ::kill(p, SIGKILL);
     if (status_ < 0) ::kill(-pid_, SIGKILL), ::kill(pid_, SIGKILL);
     if (status_ < 0) ::waitpid(pid_, nullptr, 0), status_ = 0;
+    owned_children().erase(pid_);
     reap_orphans();
     if (others.empty()) break;
   }
