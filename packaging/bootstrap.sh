@@ -16,12 +16,14 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # namespaces (iproute2), each with tini as init and an ssh server (dropbear) that Open MPI's ssh
 # launcher reaches (dropbear-bin installs no service); a real Slurm cluster (tests/slurm/cluster.sh
 # runs its own munged, slurmctld and slurmd under a scratch directory) and local mail delivery
-# (exim4's default configuration delivers to /var/mail without a daemon).
+# (exim4's default configuration delivers to /var/mail without a daemon). pbs_parastack's tests:
+# Slurm's PBS front end (slurm-wlm-torque: real qsub, qdel, qstat over the test cluster), and csh
+# (a Torque job script may be run by csh).
 # clang-format and clang-tidy check the code (packaging/lint.sh); clang with its runtime libraries
 # (libclang-rt-14-dev: AddressSanitizer, UndefinedBehaviorSanitizer, libFuzzer) builds the sanitizer
 # tests and the fuzzers (check_sanitized).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light
-               clang-format clang-tidy clang libclang-rt-14-dev)
+               slurm-wlm-torque csh clang-format clang-tidy clang libclang-rt-14-dev)
 # The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide).
 bench_packages=(hpcc lammps-examples)
 

@@ -99,6 +99,10 @@ void SlurmCluster::set_plugstack(const std::string& plugin_arguments) {
       << (plugin_arguments.empty() ? "" : " " + plugin_arguments) << "\n";
 }
 
+void SlurmCluster::set_plugstack_text(const std::string& text) {
+  std::ofstream(dir_ / "etc" / "plugstack.conf") << text;
+}
+
 SlurmCluster::Result SlurmCluster::as_user(const std::vector<std::string>& argv) const {
   TempDir output;
   std::vector<std::string> command{"runuser", "-u", user(), "--"};
@@ -110,6 +114,14 @@ SlurmCluster::Result SlurmCluster::as_user(const std::vector<std::string>& argv)
   result.out = read_file(output.path() / "out");
   result.err = read_file(output.path() / "err");
   return result;
+}
+
+std::unique_ptr<ChildProcess> SlurmCluster::start_as_user(const std::vector<std::string>& argv, const std::string& out,
+                                                          const std::string& err) const {
+  std::vector<std::string> command{"runuser", "-u", user(), "--"};
+  command.insert(command.end(), argv.begin(), argv.end());
+  return std::make_unique<ChildProcess>(
+      command, ChildOptions{environment_, (jobs() / out).string(), (jobs() / err).string(), jobs().string()});
 }
 
 std::string SlurmCluster::script(const std::string& name, const std::string& body) const {

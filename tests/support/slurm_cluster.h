@@ -5,11 +5,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace parastack::testing {
+
+class ChildProcess;
 
 struct SlurmJob {
   std::string id;
@@ -34,6 +37,8 @@ class SlurmCluster {
   static std::string user() { return "pstest"; }
   // The plugstack.conf line for the plugin (read at every submission and job start).
   void set_plugstack(const std::string& plugin_arguments);
+  // plugstack.conf as a whole (other plugins, or none of parastack's).
+  void set_plugstack_text(const std::string& text);
 
   // Runs a Slurm command as the user in jobs(); its exit status, stdout and stderr.
   struct Result {
@@ -41,6 +46,10 @@ class SlurmCluster {
     std::string out, err;
   };
   Result as_user(const std::vector<std::string>& argv) const;
+  // The same, running on while the test goes on (srun, salloc): stdout and stderr to jobs()/out,
+  // jobs()/err. The process (and whatever it left) ends with the returned object.
+  std::unique_ptr<ChildProcess> start_as_user(const std::vector<std::string>& argv, const std::string& out,
+                                              const std::string& err) const;
   // Writes an executable job script in jobs() owned by the user; its path.
   std::string script(const std::string& name, const std::string& body) const;
   // sbatch --parsable ARGS...; the job id. Throws if the submission fails.

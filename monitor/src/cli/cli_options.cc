@@ -127,7 +127,7 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
 }
 
 void JobSelectorOptions::add_to(CLI::App& command) {
-  slurm_ = command.add_option("--slurm-job", slurm_job_, "A Slurm job id");
+  slurm_ = command.add_option("--slurm-job", slurm_job_, "A Slurm job id (JOB.STEP: that step only)");
   pbs_ = command.add_option("--pbs-job", pbs_job_, "A PBS/Torque job id");
   pid_ = command.add_option("--pid", launcher_, "The launcher's pid (mpirun, srun...)")->check(CLI::PositiveNumber);
   slurm_->excludes(pbs_)->excludes(pid_);

@@ -29,8 +29,8 @@
 #include "network/mpi_monitors.h"
 #include "node/node_worker.h"
 #include "node/stack_views.h"
+#include "os/batch_system.h"
 #include "os/proc.h"
-#include "os/slurm_job.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
 
@@ -47,7 +47,8 @@ struct MonitorOptions {
   bool share_node = false;
   // Slurm (the SPANK plugin): mail the report; the actions a site lets jobs choose.
   bool mail = false;
-  std::string mailer;  // a sendmail-compatible program; empty: /usr/sbin/sendmail
+  std::string mailer;   // a sendmail-compatible program; empty: /usr/sbin/sendmail
+  std::string mail_to;  // pbs_parastack: the job's -M addresses (empty: the job's owner)
   std::string allowed_actions;
   // The batch script, as PID:START_TICKS on the leader's node: the monitors end when it exits, so
   // that its step ends quietly without anybody signalling them.
@@ -148,6 +149,20 @@ std::vector<std::string> job_words(const sampler::JobSelector& selector) {
   return {"parastack-monitor"};
 }
 
+// Mails a batch job's report to `to`. The mail is the last thing done about a hang: the job is
+// already reported and about to end, so a mailer that fails costs only the mail (one line).
+void mail_report(const std::string& mailer, const std::string& to, const std::string& subject,
+                 const watch::RunReport& r, spdlog::logger& log) {
+  if (to.empty()) {
+    log.warn("no one to mail the report to (no address given, no user name)");
+  } else if (const auto problem = os::send_mail(mailer, to, subject + "; " + r.action_taken, watch::to_text(r));
+             !problem.empty()) {
+    log.error("the report could not be mailed to {}: {}", to, problem);
+  } else {
+    log.warn("report mailed to {}", to);
+  }
+}
+
 // A batch job under Slurm: Slurm ends it (every step, the batch script, these monitors too) and
 // records why; the owner learns it by mail. Report and mail go first: scancel ends this process.
 void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths,
@@ -161,21 +176,33 @@ void control_slurm_job(watch::JobControl& control, const std::string& job, const
   control.notify = [job, paths, mail = options.mail, mailer = options.mailer, &log](const watch::RunReport& r) {
     const std::string summary = "job " + job + " hung: " + hang_summary(r);
     log.error("{}; report: {} (text: {})", summary, paths.json, paths.text);
+    os::site_log("parastack: Slurm " + summary + "; report " + paths.json);
     std::string problem;
-    if (!os::slurm_set_comment(job, "parastack: hang (" + hang_summary(r) + "), report " + paths.text, problem)) {
+    const std::string whole_job = job.substr(0, job.find('.'));  // a step's job
+    if (!os::slurm_set_comment(whole_job, "parastack: hang (" + hang_summary(r) + "), report " + paths.text, problem)) {
       log.warn("the job's Comment was not set: {}", problem);
     }
-    if (!mail) return;
-    const std::string to = os::slurm_mail_recipient(job);
-    if (to.empty()) {
-      log.warn("no one to mail the report to (no --mail-user, no user name)");
-    } else if (const auto mail_problem =
-                   os::send_mail(mailer, to, "parastack: Slurm " + summary + "; " + r.action_taken, watch::to_text(r));
-               !mail_problem.empty()) {
-      // The job is still cancelled and the report written: the mail is the last thing done.
-      log.error("the report could not be mailed to {}: {}", to, mail_problem);
-    } else {
-      log.warn("report mailed to {}", to);
+    if (mail) mail_report(mailer, os::slurm_mail_recipient(whole_job), "parastack: Slurm " + summary, r, log);
+  };
+}
+
+// A PBS job (pbs_parastack): `qdel` ends it (Torque, or a PBS front end over Slurm), after the
+// report and the mail, as for Slurm.
+void control_pbs_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths,
+                     const MonitorOptions& options, spdlog::logger& log) {
+  control.terminate_how = "the job was deleted (qdel " + job + ")";
+  control.terminate = [job, &log](double) {
+    log.warn("deleting job {} (qdel)", job);
+    if (!os::pbs_delete(job)) log.error("qdel {} failed; delete the job by hand", job);
+    return 0;
+  };
+  control.notify = [job, paths, options, &log](const watch::RunReport& r) {
+    const std::string summary = "job " + job + " hung: " + hang_summary(r);
+    log.error("{}; report: {} (text: {})", summary, paths.json, paths.text);
+    os::site_log("parastack: PBS " + summary + "; report " + paths.json);
+    if (options.mail) {
+      mail_report(options.mailer, options.mail_to.empty() ? os::user_name() : options.mail_to,
+                  "parastack: PBS " + summary, r, log);
     }
   };
 }
@@ -241,10 +268,10 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
   control.end_hint = selector.kind == Kind::Launcher ? "kill " + std::to_string(selector.launcher.value)
                      : selector.kind == Kind::Slurm  ? "scancel " + selector.job_id
                                                      : "qdel " + selector.job_id;
-  if (selector.kind == Kind::Slurm) {
-    leading.trace_on_hang_only = true;
-    control_slurm_job(control, selector.job_id, session.paths(), options, log);
-  }
+  if (selector.kind == Kind::Slurm) control_slurm_job(control, selector.job_id, session.paths(), options, log);
+  if (selector.kind == Kind::Pbs) control_pbs_job(control, selector.job_id, session.paths(), options, log);
+  // A batch job's monitors keep the sample trace in memory unless there is a hang.
+  leading.trace_on_hang_only = selector.kind != Kind::Launcher;
 
   const auto outcome = session.lead(monitors, control);
   if (outcome == watch::Outcome::MonitoringLost) {
@@ -254,7 +281,7 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
   if (outcome == watch::Outcome::Hang) return options.hang_exit_status;
   // A batch job's monitors end with the job: nothing to say unless something happened (a healthy
   // job's directory gets no parastack file).
-  if (selector.kind != Kind::Slurm) session.write_final_report(std::nullopt);
+  if (selector.kind == Kind::Launcher) session.write_final_report(std::nullopt);
   return kExitOk;
 }
 
@@ -291,13 +318,16 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
       ->capture_default_str();
   app.add_flag("--mail", options.mail,
-               "With --slurm-job: mail the hang report to the job's --mail-user, else to its owner");
+               "With --slurm-job or --pbs-job: mail the hang report to the job's --mail-user (Slurm) or --mail-to, "
+               "else to its owner");
+  app.add_option("--mail-to", options.mail_to, "With --mail: the addresses to mail to (pbs_parastack: qsub -M)");
   app.add_option("--mailer", options.mailer,
                  "With --mail: the sendmail-compatible program to mail with (run as MAILER -t -oi, the message on "
                  "stdin; default /usr/sbin/sendmail)");
   app.add_option("--batch-script", options.batch_script,
-                 "With --slurm-job: PID:START (start time in clock ticks, /proc/PID/stat field 22) of the "
-                 "batch script on the leading monitor's node; monitoring ends when it exits (SPANK plugin)");
+                 "With --slurm-job or --pbs-job: PID:START (start time in clock ticks, /proc/PID/stat field 22) "
+                 "of the batch script on the leading monitor's node; monitoring ends when it exits (SPANK "
+                 "plugin, pbs_parastack)");
   app.add_option("--hang-exit-status", options.hang_exit_status,
                  "Exit status of the monitors after a confirmed hang (the SPANK plugin asks for 0)")
       ->check(CLI::Range(0, 255))

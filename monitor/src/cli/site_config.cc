@@ -52,6 +52,7 @@ std::optional<std::string> apply_site_config(CLI::App& command, const std::strin
                                              const std::vector<Setting>& settings) {
   for (const auto& s : settings) {
     const std::string where = path + " line " + std::to_string(s.line) + ": ";
+    if (std::find(kSchedulerSettings.begin(), kSchedulerSettings.end(), s.key) != kSchedulerSettings.end()) continue;
     CLI::Option* option = nullptr;
     try {
       option = command.get_option("--" + s.key);

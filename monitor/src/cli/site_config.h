@@ -23,8 +23,12 @@ std::variant<std::vector<Setting>, std::string> read_site_config(const std::stri
 // names the file in what is wrong.
 std::variant<std::vector<Setting>, std::string> parse_site_config(std::string_view text, const std::string& path);
 
-// Applies settings to a parsed subcommand: each sets the option --KEY unless the command line
-// already did, with the option's own validation. The first problem, naming the file and line.
+// Settings in the same file for the scheduler integrations (pbs_parastack), not for `parastack run`,
+// which skips them: the monitor and mpirun to start, mail = yes|no, the mailer, the actions allowed.
+inline const std::vector<std::string> kSchedulerSettings{"monitor", "mpirun", "mail", "mailer", "actions"};
+
+// Applies settings to a parsed subcommand (except kSchedulerSettings): each sets the option --KEY unless the command
+// line already did, with the option's own validation. The first problem, naming the file and line.
 std::optional<std::string> apply_site_config(CLI::App& command, const std::string& path,
                                              const std::vector<Setting>& settings);
 

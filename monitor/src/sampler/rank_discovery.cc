@@ -157,8 +157,14 @@ bool in_selected_job(const JobSelector& selector, bool descendant,
              std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) != selector.launches.end();
     }
     case JobSelector::Kind::Slurm: {
+      // "12" is every step of job 12; "12.3" only its step 3 (srun --parastack outside a watched
+      // batch job).
+      const auto dot = selector.job_id.find('.');
       const auto* job = find(env, "SLURM_JOB_ID");
-      return job && *job == selector.job_id;
+      if (!job || *job != selector.job_id.substr(0, dot)) return false;
+      if (dot == std::string::npos) return true;
+      const auto* step = find(env, "SLURM_STEP_ID");
+      return step && *step == selector.job_id.substr(dot + 1);
     }
     case JobSelector::Kind::Pbs: {
       const auto* job = find(env, "PBS_JOBID");

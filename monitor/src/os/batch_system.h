@@ -1,5 +1,6 @@
-// The few things the watchdog asks of Slurm and of the mail system for a batch job, through their
-// command-line interfaces as the job's user (scontrol, scancel, sendmail): no library, no root.
+// The few things the watchdog asks of the batch system (Slurm, PBS), the mail system and the site's
+// log for a batch job, through their command-line interfaces as the job's user (scontrol, scancel,
+// qdel, sendmail) and syslog(3): no library, no root.
 #pragma once
 
 #include <optional>
@@ -18,11 +19,19 @@ bool slurm_set_comment(const std::string& job_id, const std::string& comment, st
 // scancel JOB: every step and the batch script end; this process too, if it is one of the job's.
 bool slurm_cancel(const std::string& job_id);
 
-// Mails `body` through the system's sendmail interface (sendmail -t -oi). False if it failed.
 // Mails `body` to `to` through `mailer` (a sendmail-compatible program that reads the message,
 // headers first, on stdin: `MAILER -t -oi`; empty: Debian's /usr/sbin/sendmail). Nothing, or why
 // the mail could not be sent ("/usr/sbin/sendmail exited with status 75").
 std::string send_mail(const std::string& mailer, const std::string& to, const std::string& subject,
                       const std::string& body);
+
+// qdel JOB (Torque, PBS, or Slurm's PBS front end): the job ends, this process too if it is the job's.
+bool pbs_delete(const std::string& job_id);
+
+// The name of the user this process runs as (local delivery of mail), or empty.
+std::string user_name();
+
+// One line in the site's log (syslog, facility user, as "parastack"): what an admin greps for.
+void site_log(const std::string& line);
 
 }  // namespace parastack::os

@@ -1,6 +1,7 @@
-#include "os/slurm_job.h"
+#include "os/batch_system.h"
 
 #include <pwd.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -39,8 +40,20 @@ std::string slurm_mail_recipient(const std::string& job_id) {
     const std::string mail_user = field(record, "MailUser");
     if (!mail_user.empty() && mail_user != "(null)") return mail_user;
   }
+  return user_name();
+}
+
+std::string user_name() {
   if (const passwd* user = ::getpwuid(::getuid())) return user->pw_name;
   return {};
+}
+
+bool pbs_delete(const std::string& job_id) { return run_program({"qdel", job_id}, 60s) == 0; }
+
+void site_log(const std::string& line) {
+  ::openlog("parastack", LOG_PID, LOG_USER);
+  ::syslog(LOG_WARNING, "%s", line.c_str());
+  ::closelog();
 }
 
 bool slurm_set_comment(const std::string& job_id, const std::string& comment, std::string& problem) {

@@ -1,0 +1,384 @@
+// pbs_parastack end to end, submitted by an unprivileged user (pstest) with real Open MPI jobs,
+// real hangs and real mail (exim's local delivery to /var/mail/pstest):
+//   - PbsOverSlurm: Slurm's own PBS front end (slurm-wlm-torque: the real qsub, qdel and qstat) on
+//     the real Slurm cluster of the Slurm tests (tests/slurm/cluster.sh) with Slurm's spank_pbs,
+//     which gives jobs their PBS_* variables; that qsub sets no PBS_NODEFILE.
+//   - PbsTorqueStandIn: no Torque server exists for Debian, so a STAND-IN qsub/qdel/qstat
+//     (tests/torque/standin/) reproduces what Torque gives a job: PBS_JOBID "N.server", a
+//     PBS_NODEFILE listing the host once per ppn, PBS_O_WORKDIR, the script fed to the login
+//     shell in a session of its own, qdel's SIGTERM then SIGKILL to that session.
+// After every job nothing of the user's is left running.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/mpi_job.h"
+#include "support/slurm_cluster.h"
+#include "support/watch_log.h"
+
+namespace parastack {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ChildOptions;
+using testing::ChildProcess;
+using testing::read_file;
+using testing::SlurmCluster;
+
+const std::string kUser = SlurmCluster::user();
+const std::string kStandIn = PARASTACK_SOURCE_DIR "/tests/torque/standin";
+
+std::string mailbox() { return read_file("/var/mail/" + kUser); }
+
+bool await(const std::function<bool()>& condition, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(200ms);
+  }
+  return true;
+}
+
+void give_to_user(const fs::path& path) {
+  const passwd* pw = ::getpwnam(kUser.c_str());
+  if (!pw || ::chown(path.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("chown " + path.string());
+}
+
+// A job script: the PBS variables the job sees (but those that differ from job to job), the solver
+// on 4 ranks under mpirun, whether monitors run beside it, and an exit status of its own.
+std::string solver_body(const fs::path& bin, int seconds, const std::string& fault, const fs::path& trigger) {
+  std::string body = "export OMPI_MCA_mpi_yield_when_idle=1\n";
+  body += "env | grep -E '^PBS_' | grep -vE '^PBS_(JOBID|JOBCOOKIE|NODEFILE)=' | sort\n";
+  if (!fault.empty()) {
+    body += "export LD_PRELOAD=" + (bin / "libps_fault.so").string() + " PS_FAULT_KIND=" + fault +
+            " PS_FAULT_RANK=2 PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" + trigger.string() + "\n";
+  }
+  body += "mpirun --oversubscribe -n 4 " + (bin / "ps_solver").string() + " blocking " + std::to_string(seconds) +
+          " > /dev/null\necho solver-status=$?\n";
+  body += "echo monitors-beside-it=$(pgrep -x -u $(id -u) parastack-monit | wc -l)\nexit 7\n";
+  return body;
+}
+
+// What a job printed, with the line that differs by design (the monitors beside it) taken out.
+std::string without_monitor_line(const std::string& out, std::string& monitor_line) {
+  std::istringstream lines(out);
+  std::string kept;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("monitors-beside-it=", 0) == 0) {
+      monitor_line = line;
+    } else {
+      kept += line + "\n";
+    }
+  }
+  return kept;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The Torque stand-in.
+
+class PbsTorqueStandIn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the tests submit as " << kUser << ": they need root";
+    if (!::getpwnam(kUser.c_str())) {
+      ChildProcess add({"useradd", "-m", "-s", "/bin/bash", kUser});
+      ASSERT_EQ(add.wait_exit(60s), 0);
+    }
+    fs::permissions(scratch_.path(), fs::perms::all);  // the user's job directory and spool live here
+    for (const auto& dir : {bin(), jobs(), spool(), submit_tmp()}) fs::create_directories(dir);
+    for (const std::string& binary :
+         std::vector<std::string>{PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
+                                  testing::test_program("libps_fault.so")}) {
+      fs::copy_file(binary, bin() / fs::path(binary).filename());
+    }
+    for (const auto& dir : {jobs(), spool(), submit_tmp()}) give_to_user(dir);
+    ::chmod(bin().c_str(), 0755);
+    mail_before_ = mailbox().size();
+  }
+  void TearDown() override {
+    // Whatever of the user's still runs with this spool in its environment (a job, its monitors).
+    const std::string mark = "STANDIN_SPOOL=" + spool().string() + '\0';
+    for (int round = 0; round < 2; ++round) {
+      for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (read_file(entry.path() / "environ").find(mark) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
+      }
+    }
+  }
+
+  fs::path bin() const { return scratch_.path() / "bin"; }
+  fs::path jobs() const { return scratch_.path() / "jobs"; }
+  fs::path spool() const { return scratch_.path() / "spool"; }
+  fs::path submit_tmp() const { return scratch_.path() / "submit-tmp"; }
+
+  std::string script(const std::string& name, const std::string& text) const {
+    const auto path = jobs() / name;
+    std::ofstream(path) << text;
+    give_to_user(path);
+    return name;
+  }
+
+  // Runs a command as the user in jobs() with the stand-in first on PATH.
+  SlurmCluster::Result as_user(std::vector<std::string> argv, const std::vector<std::string>& env = {},
+                               const std::string& path = "") const {
+    testing::TempDir output;
+    std::vector<std::string> command{"runuser",
+                                     "-u",
+                                     kUser,
+                                     "--",
+                                     "env",
+                                     "PATH=" + (path.empty() ? kStandIn + ":/usr/bin:/bin" : path),
+                                     "STANDIN_SPOOL=" + spool().string(),
+                                     "TMPDIR=" + submit_tmp().string()};
+    command.insert(command.end(), env.begin(), env.end());
+    command.insert(command.end(), argv.begin(), argv.end());
+    ChildProcess child(
+        command, ChildOptions{{}, (output.path() / "out").string(), (output.path() / "err").string(), jobs().string()});
+    SlurmCluster::Result result;
+    result.status = child.wait_exit(120s);
+    result.out = read_file(output.path() / "out");
+    result.err = read_file(output.path() / "err");
+    return result;
+  }
+
+  // The job's exit status as the stand-in recorded it, once it has ended.
+  int wait_ended(const std::string& id, std::chrono::seconds timeout = 300s) const {
+    const auto file = spool() / (id.substr(0, id.find('.')) + ".exit");
+    if (!await([&] { return fs::exists(file); }, timeout)) throw std::runtime_error("job " + id + " did not end");
+    return std::stoi(read_file(file));
+  }
+
+  std::string submit(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) const {
+    std::vector<std::string> argv{(bin() / "pbs_parastack").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto result = as_user(argv, env);
+    EXPECT_EQ(result.status, 0) << result.err;
+    EXPECT_EQ(result.err, "");
+    return result.out.substr(0, result.out.find('\n'));
+  }
+
+  testing::TempDir scratch_;
+  std::size_t mail_before_ = 0;
+};
+
+TEST_F(PbsTorqueStandIn, AHealthyJobRunsAsWithoutParastackItsStatusOutputAndEnvironmentUnchanged) {
+  const std::string text =
+      "#!/bin/bash\n#PBS -N healthy\n#PBS -l nodes=1:ppn=4\n" + solver_body(bin(), 6, "", "") + "\n";
+  script("healthy.sh", text);
+  const auto plain = as_user({"qsub", "healthy.sh"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const std::string plain_id = plain.out.substr(0, plain.out.find('\n'));
+  EXPECT_EQ(wait_ended(plain_id), 7);
+
+  const std::string id = submit({"healthy.sh"});
+  EXPECT_EQ(id, std::to_string(std::stoi(plain_id) + 1) + ".standin-server") << "qsub's job id, printed as qsub does";
+  EXPECT_EQ(wait_ended(id), 7) << "the script's exit status is the job's";
+  const auto number = [](const std::string& job) { return job.substr(0, job.find('.')); };
+  std::string plain_monitors, watched_monitors;
+  const std::string plain_out =
+      without_monitor_line(read_file(jobs() / ("healthy.o" + number(plain_id))), plain_monitors);
+  const std::string watched_out =
+      without_monitor_line(read_file(jobs() / ("healthy.o" + number(id))), watched_monitors);
+  EXPECT_EQ(watched_out, plain_out) << "the same output, the same PBS environment";
+  EXPECT_NE(watched_out.find("PBS_JOBNAME=healthy"), std::string::npos) << watched_out;
+  EXPECT_NE(watched_out.find("solver-status=0"), std::string::npos) << watched_out;
+  EXPECT_EQ(plain_monitors, "monitors-beside-it=0");
+  EXPECT_EQ(watched_monitors, "monitors-beside-it=1") << "one monitor on the job's one host";
+  EXPECT_EQ(read_file(jobs() / ("healthy.e" + number(id))), "") << "a healthy job's stderr stays its own";
+  EXPECT_EQ(read_file(jobs() / "healthy.sh"), text) << "the user's script is never written";
+  EXPECT_TRUE(fs::is_empty(submit_tmp())) << "the generated script is gone once qsub has read it";
+  for (const auto& entry : fs::directory_iterator(jobs())) {
+    EXPECT_EQ(entry.path().filename().string().find("parastack"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(PbsTorqueStandIn, AHangIsReportedMailedAndTheJobDeletedThroughQdel) {
+  const fs::path trigger = jobs() / "fire.spin";
+  script("hang.sh",
+         "#!/bin/bash\n#PBS -l nodes=1:ppn=4\n#PBS -M " + kUser + "\n" + solver_body(bin(), 100000, "spin", trigger));
+  const std::string id = submit({"hang.sh", "--", "--log-level=debug"});
+  const std::string number = id.substr(0, id.find('.'));
+  const auto err = jobs() / ("hang.sh.e" + number);
+  testing::await_models([&] { return read_file(err); }, [&] { return !fs::exists(spool() / (number + ".exit")); }, 40);
+  std::ofstream(trigger).put('\n');
+  EXPECT_EQ(wait_ended(id), 256 + SIGTERM) << read_file(err);
+  EXPECT_NE(read_file(spool() / "deleted").find(id), std::string::npos) << "deleted through qdel";
+  const auto report_path = jobs() / ("parastack-" + id + ".json");
+  EXPECT_NE(read_file(err).find("job " + id + " hung: computation error on rank(s) 2; report: " + report_path.string()),
+            std::string::npos)
+      << read_file(err);
+  std::ifstream in(report_path);
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["hang_type"], "computation");
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+  const std::string subject = "Subject: parastack: PBS job " + id + " hung: computation error on rank(s) 2";
+  EXPECT_TRUE(await([&] { return mailbox().find(subject, mail_before_) != std::string::npos; }, 60s))
+      << mailbox().substr(mail_before_);
+}
+
+TEST_F(PbsTorqueStandIn, ANodeFileThatIsMissingInsideTheJobLeavesItRunningUnwatched) {
+  script("lost.sh", "#!/bin/bash\necho ran $PBS_JOBNAME\nexit 3\n");
+  const std::string id = submit({"lost.sh"}, {"STANDIN_LOSE_NODEFILE=1"});
+  EXPECT_EQ(wait_ended(id), 3);
+  const std::string number = id.substr(0, id.find('.'));
+  EXPECT_EQ(read_file(jobs() / ("lost.sh.o" + number)), "ran lost.sh\n");
+  EXPECT_EQ(read_file(jobs() / ("lost.sh.e" + number)),
+            "pbs_parastack: the node file PBS_NODEFILE=" + (spool() / "aux" / id).string() +
+                " cannot be read (No such file or directory); this job runs unwatched\n");
+}
+
+// Torque runs a script with -S (or the login shell), whatever its first line: csh here, with the
+// script's arguments from -F.
+TEST_F(PbsTorqueStandIn, AShellChosenWithDashSRunsTheScriptWithItsArguments) {
+  if (::access("/bin/csh", X_OK) != 0) GTEST_SKIP() << "no /bin/csh (packaging/bootstrap.sh test installs csh)";
+  script("csh.job", "set x = 5\necho csh $x $argv[2]\nexit 4\n");
+  const std::string id = submit({"-S", "/bin/csh", "-F", "one two", "csh.job"});
+  EXPECT_EQ(wait_ended(id), 4);
+  const std::string number = id.substr(0, id.find('.'));
+  EXPECT_EQ(read_file(jobs() / ("csh.job.o" + number)), "csh 5 two\n");
+  EXPECT_EQ(read_file(jobs() / ("csh.job.e" + number)), "");
+}
+
+TEST_F(PbsTorqueStandIn, BadInvocationsSayWhatIsWrongInOneLineAndSubmitNothing) {
+  script("job.sh", "#!/bin/bash\ntrue\n");
+  script("interactive.sh", "#!/bin/bash\n#PBS -I\ntrue\n");
+  const std::string pbs = (bin() / "pbs_parastack").string();
+  struct Case {
+    std::vector<std::string> argv;
+    std::string message, path;
+  };
+  for (const auto& [argv, message, path] : std::vector<Case>{
+           {{"job.sh"}, "no qsub on PATH", "/nonexistent"},
+           {{"nosuch.sh"}, "cannot read the script nosuch.sh: No such file or directory", ""},
+           {{"job.sh", "--", "--alhpa=0.1"}, "--alhpa is not a parastack option", ""},
+           {{"job.sh", "--", "--alpha=0.1", "--alpha=0.2"}, "conflicting options: --alpha=0.1 and --alpha=0.2", ""},
+           {{"job.sh", "--", "--action=explode"}, "parastack options refused", ""},
+           {{"-I"}, "-I: an interactive job cannot be watched", ""},
+           {{"interactive.sh"}, "interactive.sh asks for -I", ""},
+           {{"-S", "/usr/bin/python3", "job.sh"},
+            "-S /usr/bin/python3: pbs_parastack's job script must be run by a shell",
+            ""},
+           {{"job.sh", "-N", "x"}, "'-N' after the script", ""},
+           {{"-l"}, "option -l needs a value", ""}}) {
+    std::vector<std::string> command{pbs};
+    command.insert(command.end(), argv.begin(), argv.end());
+    const auto result = as_user(command, {}, path);
+    EXPECT_EQ(result.status, 2) << message;
+    EXPECT_NE(result.err.find("pbs_parastack: " + message), std::string::npos) << result.err;
+    EXPECT_EQ(result.out, "") << message;
+  }
+  EXPECT_FALSE(fs::exists(spool() / "next")) << "nothing was submitted";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Slurm's PBS front end on a real Slurm cluster.
+
+class PbsOverSlurm : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (SlurmCluster::unavailable() || ::access("/usr/bin/qsub", X_OK) != 0) return;
+    try {
+      cluster_ = new SlurmCluster(0, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
+                                      testing::test_program("libps_fault.so")});
+      // spank_pbs gives jobs PBS_JOBID, PBS_O_WORKDIR... as a site running Slurm's qsub has it do.
+      cluster_->set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
+    } catch (const std::exception& e) {
+      problem_ = e.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+    if (::access("/usr/bin/qsub", X_OK) != 0) {
+      GTEST_SKIP() << "no Slurm qsub (packaging/bootstrap.sh test installs slurm-wlm-torque)";
+    }
+    ASSERT_NE(cluster_, nullptr) << problem_;
+  }
+  SlurmCluster& cluster() { return *cluster_; }
+  std::string pbs_parastack() const { return (cluster_->bin() / "pbs_parastack").string(); }
+
+  static SlurmCluster* cluster_;
+  static std::string problem_;
+};
+SlurmCluster* PbsOverSlurm::cluster_ = nullptr;
+std::string PbsOverSlurm::problem_;
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+TEST_F(PbsOverSlurm, AHealthyJobPassesThroughWithItsDirectivesStatusAndOutput) {
+  const auto path = cluster().script(
+      "healthy.sh", "#PBS -N healthy\n#PBS -l walltime=00:10:00\n" + solver_body(cluster().bin(), 6, "", ""));
+  // One after the other: a job counts the monitors beside it among all of the user's processes.
+  const auto plain = cluster().as_user({"qsub", "healthy.sh"});
+  ASSERT_EQ(plain.status, 0) << plain.err << plain.out;
+  cluster().wait_ended(first_line(plain.out), 300);
+  const auto watched = cluster().as_user({pbs_parastack(), "healthy.sh"});
+  ASSERT_EQ(watched.status, 0) << watched.err << watched.out;
+  EXPECT_EQ(watched.err, "");
+  const std::string plain_id = first_line(plain.out), id = first_line(watched.out);
+  EXPECT_EQ(watched.out, id + "\n") << "the job id alone, as qsub prints it";
+  std::string outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string job_id = i == 0 ? plain_id : id;
+    const auto job = cluster().wait_ended(job_id, 300);
+    EXPECT_EQ(job.state, "FAILED") << job.record;
+    EXPECT_NE(job.record.find("ExitCode=7:0"), std::string::npos) << job.record;
+    EXPECT_NE(job.record.find("JobName=healthy "), std::string::npos) << "#PBS -N is honoured: " << job.record;
+    EXPECT_NE(job.record.find("TimeLimit=00:10:00"), std::string::npos) << "#PBS -l walltime: " << job.record;
+    std::string monitors;
+    const std::string out = read_file(cluster().jobs() / ("healthy.sh.o" + job_id));
+    outputs[i] = without_monitor_line(out, monitors);
+    EXPECT_EQ(monitors, i == 0 ? "monitors-beside-it=0" : "monitors-beside-it=1");
+    EXPECT_EQ(read_file(cluster().jobs() / ("healthy.sh.e" + job_id)), "");
+  }
+  EXPECT_EQ(outputs[1], outputs[0]) << "the same output and PBS environment as without parastack";
+  EXPECT_NE(outputs[1].find("PBS_JOBNAME=healthy"), std::string::npos) << outputs[1];
+  EXPECT_NE(outputs[1].find("solver-status=0"), std::string::npos) << outputs[1];
+  EXPECT_EQ(read_file(path),
+            "#!/bin/bash\n#PBS -N healthy\n#PBS -l walltime=00:10:00\n" + solver_body(cluster().bin(), 6, "", ""));
+  EXPECT_FALSE(fs::exists(cluster().jobs() / ("parastack-" + id + ".json")));
+}
+
+TEST_F(PbsOverSlurm, AHangIsDeletedWithQdelReportedAndMailed) {
+  const fs::path trigger = cluster().jobs() / "fire.spin";
+  fs::remove(trigger);
+  cluster().script("hang.sh", "#PBS -l nodes=1:ppn=4\n" + solver_body(cluster().bin(), 100000, "spin", trigger));
+  const auto mail_before = mailbox().size();
+  const auto submitted = cluster().as_user({pbs_parastack(), "-M", kUser, "hang.sh", "--", "--log-level", "debug"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  const auto err = cluster().jobs() / ("hang.sh.e" + id);
+  testing::await_models([&] { return read_file(err); },
+                        [&] {
+                          const auto state = cluster().job(id).state;
+                          return state.empty() || state == "PENDING" || state == "RUNNING";
+                        },
+                        40);
+  std::ofstream(trigger).put('\n');
+  const auto job = cluster().wait_ended(id, 600);
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
+  EXPECT_NE(read_file(err).find("deleting job " + id + " (qdel)"), std::string::npos) << read_file(err);
+  std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+  const std::string subject = "Subject: parastack: PBS job " + id + " hung: computation error on rank(s) 2";
+  EXPECT_TRUE(await([&] { return mailbox().find(subject, mail_before) != std::string::npos; }, 60s))
+      << mailbox().substr(mail_before);
+}
+
+}  // namespace
+}  // namespace parastack

@@ -1,0 +1,312 @@
+// `pbs_parastack --in-job`: the first thing the generated job script runs, inside the job, as the
+// job's user. It takes the user's script from its stdin (the here-document), starts one
+// parastack-monitor per node of the allocation as an Open MPI program, detached, and then becomes
+// the user's script with execve: the same process, so the scheduler's signals, the script's exit
+// status, its stdout and stderr and its environment are exactly what they would be without
+// parastack. The monitors watch that process (--batch-script PID:START) and end when it exits.
+//
+// Whatever fails here costs the watch, never the job: every problem is one line on the job's
+// stderr ("... this job runs unwatched") and the script runs regardless.
+#include "in_job.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "job_script.h"
+#include "os/proc.h"
+#include "os/run_program.h"
+
+namespace parastack::pbs {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct InJobOptions {
+  enum class Runner { Itself, Shell, LoginShell } runner = Runner::Itself;  // #!, -S, or Torque's default
+  std::string shell;
+  std::vector<std::string> script_args;
+  std::string mpirun = "mpirun";
+  std::vector<std::string> monitor;  // parastack-monitor and the options chosen at submission
+};
+
+InJobOptions parse_in_job(const std::vector<std::string>& args) {
+  InJobOptions options;
+  std::size_t i = 0;
+  const auto value = [&](const std::string& name) -> const std::string& {
+    if (i + 1 >= args.size()) throw std::runtime_error(name + " needs a value");
+    return args[++i];
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg == "--shell") {
+      options.runner = InJobOptions::Runner::Shell;
+      options.shell = value(arg);
+    } else if (arg == "--login-shell") {
+      options.runner = InJobOptions::Runner::LoginShell;
+    } else if (arg == "--arg") {
+      options.script_args.push_back(value(arg));
+    } else if (arg == "--mpirun") {
+      options.mpirun = value(arg);
+    } else if (arg == "--end-marker") {
+      value(arg);  // read before parsing (run_in_job)
+    } else {
+      throw std::runtime_error("unknown --in-job argument " + arg);
+    }
+  }
+  if (i + 1 < args.size()) options.monitor.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  if (options.monitor.empty()) throw std::runtime_error("no monitor command after --");
+  return options;
+}
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// The allocation's hosts, each once, in the node file's order: Torque's $PBS_NODEFILE (a host per
+// slot), else the Slurm allocation under a PBS-syntax front end (slurm-wlm-torque sets no node file).
+std::vector<std::string> allocation_hosts() {
+  std::string listing;
+  std::string from;
+  if (const std::string file = environment("PBS_NODEFILE"); !file.empty()) {
+    std::ifstream in(file);
+    if (!in)
+      throw std::runtime_error("the node file PBS_NODEFILE=" + file + " cannot be read (" + std::strerror(errno) + ")");
+    std::stringstream text;
+    text << in.rdbuf();
+    listing = text.str();
+    from = "PBS_NODEFILE=" + file;
+  } else if (const std::string nodes = environment("SLURM_JOB_NODELIST"); !nodes.empty()) {
+    if (os::run_program({"scontrol", "show", "hostnames", nodes}, 60s, {}, &listing) != 0) {
+      throw std::runtime_error("scontrol show hostnames " + nodes + " failed");
+    }
+    from = "SLURM_JOB_NODELIST=" + nodes;
+  } else {
+    throw std::runtime_error("neither PBS_NODEFILE nor SLURM_JOB_NODELIST is set: no list of the job's nodes");
+  }
+  std::vector<std::string> hosts;
+  std::set<std::string> seen;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const std::string host = line.substr(first, line.find_first_of(" \t\r", first) - first);
+    if (seen.insert(host).second) hosts.push_back(host);
+  }
+  if (hosts.empty()) throw std::runtime_error(from + " lists no host");
+  return hosts;
+}
+
+// The monitors' whole command: mpirun, one monitor per host, the job, the script to watch.
+std::vector<std::string> monitors_command(const InJobOptions& options) {
+  std::vector<std::string> job;
+  std::string id = environment("PBS_JOBID");
+  if (!id.empty()) {
+    job = {"--pbs-job", id};
+  } else if (!(id = environment("SLURM_JOB_ID")).empty()) {
+    job = {"--slurm-job", id};
+  } else {
+    throw std::runtime_error("neither PBS_JOBID nor SLURM_JOB_ID is set: this is not a batch job");
+  }
+  const auto hosts = allocation_hosts();
+  std::string host_list;
+  for (const auto& host : hosts) host_list += (host_list.empty() ? "" : ",") + host + ":1";
+  const auto self = os::identify(os::Pid{::getpid()});
+  if (!self) throw std::runtime_error("cannot read this process's start time in /proc");
+
+  std::vector<std::string> argv{options.mpirun, "--quiet",    "--host",    host_list,
+                                "--map-by",     "ppr:1:node", "--bind-to", "none"};
+  argv.insert(argv.end(), options.monitor.begin(), options.monitor.end());
+  argv.insert(argv.end(), job.begin(), job.end());
+  argv.insert(argv.end(),
+              {"--batch-script", std::to_string(self->pid.value) + ":" + std::to_string(self->start_ticks)});
+  bool report_chosen = false;
+  for (const auto& arg : options.monitor) report_chosen = report_chosen || arg.find("report=") != std::string::npos;
+  if (!report_chosen) {
+    // Next to the job's output: its submission directory, as Torque's output files are.
+    std::string dir = environment("PBS_O_WORKDIR");
+    if (dir.empty()) {
+      char cwd[4096];
+      dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
+    }
+    std::string name = id;
+    for (char& c : name) c = c == '/' ? '_' : c;
+    argv.insert(argv.end(), {"--report", dir + "/parastack-" + name + ".json"});
+  }
+  return argv;
+}
+
+// Starts the monitors detached from the script (a grandchild: the script never has them as a
+// child, so its `wait` does not wait for them), in the job's session, so that the scheduler's
+// end of the job reaches them too. Their stdout is nobody's; their stderr (a verdict, an error)
+// is the job's.
+void start_monitors(const std::vector<std::string>& argv, int script_fd) {
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    if (::fork() != 0) ::_exit(0);
+    ::close(script_fd);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) ::dup2(null, STDOUT_FILENO);
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+    // A PBS front end over Slurm: mpirun starts its daemons with srun, which must share the job's
+    // CPUs with the user's own steps rather than take some of them away.
+    if (!environment("SLURM_JOB_ID").empty()) ::setenv("OMPI_MCA_plm_slurm_args", "--overlap", 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::cerr << "pbs_parastack: cannot run " << argv[0] << ": " << std::strerror(errno)
+              << "; this job runs unwatched\n";
+    ::_exit(127);
+  }
+  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// The script in an anonymous memory file: nothing on disk to clean up, even when the job is
+// deleted with SIGKILL, and nothing a noexec /tmp can refuse to run. Not close-on-exec: the
+// interpreter opens it again as /dev/fd/N.
+int script_file(const std::string& text) {
+  int fd = ::memfd_create("pbs_parastack-job-script", 0);
+  if (fd < 0) {
+    // An old kernel: an unnamed file in the job's temporary directory instead.
+    const std::string dir = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
+    fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR, 0700);
+  }
+  if (fd < 0) return -1;
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return -1;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return fd;
+}
+
+bool is_csh(const std::string& shell) {
+  const std::string name = shell.substr(shell.rfind('/') + 1);
+  return name == "csh" || name == "tcsh";
+}
+
+// csh closes every descriptor above 2 when it starts, so /dev/fd/N names nothing for it: it gets
+// the script as a file in a private directory instead, which a detached helper removes as soon as
+// the shell has it open (or has ended, or after a minute). Returns the file's path, or "" (the
+// caller then tries /dev/fd/N and csh says what is wrong).
+std::string script_path_for_csh(const std::string& text) {
+  const std::string tmp = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
+  std::string dir = tmp + "/pbs_parastack-XXXXXX";
+  if (!::mkdtemp(dir.data())) return {};
+  const std::string path = dir + "/job-script";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) {
+      std::filesystem::remove_all(dir);
+      return {};
+    }
+  }
+  const pid_t script = ::getpid();  // the shell, after execve
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::fork() != 0) ::_exit(0);
+    for (int fd = 0; fd < 1024; ++fd) ::close(fd);
+    const std::string fds = "/proc/" + std::to_string(script) + "/fd";
+    for (int tick = 0; tick < 3000; ++tick) {
+      std::error_code error;
+      bool opened = false;
+      for (const auto& entry : std::filesystem::directory_iterator(fds, error)) {
+        opened = opened || std::filesystem::read_symlink(entry.path(), error) == path;
+      }
+      if (opened || error) break;  // open, or the script has ended
+      ::usleep(20000);
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+    ::_exit(0);
+  }
+  if (child > 0) {
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return path;
+}
+
+}  // namespace
+
+int run_in_job(const std::vector<std::string>& args) {
+  // The script first: whatever else fails, the job must run.
+  std::string marker;
+  for (std::size_t i = 0; i + 1 < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "--end-marker") marker = args[i + 1];
+  }
+  std::stringstream text;
+  text << std::cin.rdbuf();
+  const int fd = script_file(marker.empty() ? text.str() : script_from_here_document(text.str(), marker));
+  if (fd < 0) {
+    std::cerr << "pbs_parastack: cannot keep the job script in memory or in a temporary file (" << std::strerror(errno)
+              << ")\n";
+    return 127;
+  }
+  const int null = ::open("/dev/null", O_RDONLY);  // a batch script's stdin, as it would be
+  if (null >= 0) {
+    ::dup2(null, STDIN_FILENO);
+    ::close(null);
+  }
+  InJobOptions options;
+  try {
+    options = parse_in_job(args);
+    start_monitors(monitors_command(options), fd);
+  } catch (const std::exception& e) {
+    std::cerr << "pbs_parastack: " << e.what() << "; this job runs unwatched\n";
+    std::cerr.flush();
+  }
+
+  std::string path = "/dev/fd/" + std::to_string(fd);
+  const passwd* user = ::getpwuid(::getuid());
+  const std::string login_shell = user && user->pw_shell && *user->pw_shell ? user->pw_shell : "/bin/sh";
+  const std::string& shell = options.runner == InJobOptions::Runner::Shell ? options.shell : login_shell;
+  if (options.runner != InJobOptions::Runner::Itself && is_csh(shell)) {
+    if (auto file = script_path_for_csh(marker.empty() ? text.str() : script_from_here_document(text.str(), marker));
+        !file.empty()) {
+      path = file;
+    }
+  }
+  std::vector<std::string> argv;
+  switch (options.runner) {
+    case InJobOptions::Runner::Itself:
+      argv = {path};
+      break;
+    case InJobOptions::Runner::Shell:
+    case InJobOptions::Runner::LoginShell:
+      argv = {shell, path};
+      break;
+  }
+  argv.insert(argv.end(), options.script_args.begin(), options.script_args.end());
+  std::vector<char*> exec_args;
+  for (const auto& a : argv) exec_args.push_back(const_cast<char*>(a.c_str()));
+  exec_args.push_back(nullptr);
+  ::execv(exec_args[0], exec_args.data());
+  std::cerr << "pbs_parastack: cannot run the job script with " << argv[0] << ": " << std::strerror(errno) << "\n";
+  return 127;
+}
+
+}  // namespace parastack::pbs
