@@ -6,6 +6,9 @@
  *   - at submission (sbatch, salloc, srun: local context), `--parastack=help` prints
  *     `parastack-monitor --list-options`, and any other value is checked with
  *     `parastack-monitor --check-options`, so a bad value is refused before the job is queued;
+ *   - srun --parastack outside a watched batch job (from a login shell, in salloc, or in a batch
+ *     script without the option): the step's task 0 starts `srun --overlap` with one monitor per
+ *     node of the step, watching that step only (--slurm-job JOB.STEP); they end with the step.
  *   - in the job's batch step (slurmstepd, remote context), slurm_spank_task_init runs in the batch
  *     task, already as the job's user and inside the step's cgroup. It starts, detached from the
  *     batch script, `srun --overlap` with one parastack-monitor per node, and tells the leading
@@ -184,6 +187,103 @@ static const char* job_env(char** env, const char* name) {
   return NULL;
 }
 
+/* Starts the monitors' srun, detached twice so that the task never has it as its child (a `wait`
+ * in a batch script must not wait for it); it stays in the step's cgroup, so the end of the step
+ * ends it. `record`: remember it for task_exit (the batch step). */
+static void start_monitors(const char* const* argv, char** env, int record) {
+  const pid_t child = fork();
+  if (child < 0) {
+    slurm_error("parastack: fork: %m; the job is not watched");
+    return;
+  }
+  if (child == 0) {
+    const pid_t srun = fork();
+    if (srun != 0) {
+      if (srun > 0 && record && started) {
+        started->srun_start_ticks = start_ticks(srun);
+        started->srun = srun;
+      }
+      _exit(0);
+    }
+    setsid();
+    /* Nothing on stdout: the monitors write none, and a step's stdout is a pipe its end waits on. */
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+    if (null >= 0 && !record) dup2(null, STDOUT_FILENO);
+    for (int fd = 3; fd < 1024; ++fd) close(fd); /* slurmstepd's descriptors are not ours */
+    extern char** environ;
+    environ = env; /* the job's environment (PATH, SLURM_*), not slurmstepd's */
+    /* The monitors' own step must not start monitors for itself (it inherits the option). */
+    setenv("PARASTACK_MONITOR_STEP", "1", 1);
+    execvp(argv[0], (char* const*)argv);
+    fprintf(stderr, "parastack: cannot run %s: %s; the job is not watched\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
+/* The monitors' options that come from the site and the user (after the job's own). */
+static int add_site_and_user(const struct site* site, const char** argv, int argc) {
+  if (site->mail) argv[argc++] = "--mail";
+  if (site->mail && site->mailer[0]) {
+    argv[argc++] = "--mailer";
+    argv[argc++] = site->mailer;
+  }
+  return parastack_add_choices(site, option_value, argv, argc);
+}
+
+/* srun --parastack outside a watched batch job (from a login shell, inside salloc, or in a batch
+ * script without the option): the step's first task starts one monitor per node of the step,
+ * watching that step only (--slurm-job JOB.STEP); they end with it. */
+static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_id, char** env) {
+  if (job_env(env, "PARASTACK_MONITOR_STEP")) return; /* the monitors' own step */
+  const char* watched = job_env(env, "PARASTACK_WATCHED_JOB");
+  char job[32], step[48], report[VALUE_MAX + 64], cwd[VALUE_MAX];
+  snprintf(job, sizeof job, "%u", job_id);
+  if (watched && strcmp(watched, job) == 0) return; /* the batch step's monitors watch every step */
+  const char* nodes = job_env(env, "SLURM_STEP_NUM_NODES");
+  const char* nodelist = job_env(env, "SLURM_STEP_NODELIST");
+  if (!nodes || atoi(nodes) < 1 || !nodelist) {
+    slurm_error("parastack: the step's nodes are not in its environment; this step is not watched");
+    return;
+  }
+  snprintf(step, sizeof step, "%u.%u", job_id, step_id);
+  if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
+  snprintf(report, sizeof report, "%s/parastack-%u.%u.json", cwd, job_id, step_id);
+  const char* argv[48] = {site->srun,
+                          "--overlap",
+                          "--quiet",
+                          "--job-name=parastack",
+                          "--mpi=pmix",
+                          "--kill-on-bad-exit=0",
+                          "--input=none",
+                          "--jobid",
+                          job,
+                          "--nodelist",
+                          nodelist,
+                          "--nodes",
+                          nodes,
+                          "--ntasks",
+                          nodes,
+                          "--ntasks-per-node=1",
+                          "--cpus-per-task=1",
+                          site->monitor,
+                          "--slurm-job",
+                          step,
+                          "--report",
+                          report,
+                          "--log-level",
+                          "error",
+                          "--linger",
+                          "2",
+                          "--hang-exit-status",
+                          "0"};
+  int argc = add_site_and_user(site, argv, 28);
+  argv[argc] = NULL;
+  start_monitors(argv, env, 0);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   struct site site;
@@ -199,7 +299,15 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     slurm_error("parastack: cannot read the job's id, step or environment; the job is not watched");
     return 0;
   }
-  if (step_id != SLURM_BATCH_SCRIPT) return 0; /* the batch step's monitors watch every step */
+  if (step_id != SLURM_BATCH_SCRIPT) {
+    uint32_t task = 1;
+    /* One start per step (its task 0), for ordinary steps (not the extern or interactive step). */
+    if (step_id < SLURM_MAX_NORMAL_STEP_ID && spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS &&
+        task == 0) {
+      watch_step(&site, job_id, step_id, env);
+    }
+    return 0;
+  }
 
   /* S_JOB_NNODES reads 0 in the batch step: the environment knows. */
   const char* nodes = job_env(env, "SLURM_JOB_NUM_NODES");
@@ -236,47 +344,14 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
                           script,
                           "--hang-exit-status",
                           "0"};
-  int argc = 24;
-  if (site.mail) argv[argc++] = "--mail";
-  if (site.mail && site.mailer[0]) {
-    argv[argc++] = "--mailer";
-    argv[argc++] = site.mailer;
-  }
-  argc = parastack_add_choices(&site, option_value, argv, argc);
+  int argc = add_site_and_user(&site, argv, 24);
   argv[argc] = NULL;
   /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
    * that a healthy job's output is what it would be without parastack; and they exit 0 after a
    * hang, or their srun would add "task 0: Exited with exit code 3" to that one line. */
-
-  /* Detach twice so that the batch script never has the monitors' srun as its child (a `wait` in
-   * the script must not wait for it); the grandchild stays in the step's cgroup, so the end of
-   * the batch step ends it. */
-  const pid_t child = fork();
-  if (child < 0) {
-    slurm_error("parastack: fork: %m; the job is not watched");
-    return 0;
-  }
-  if (child == 0) {
-    const pid_t srun = fork();
-    if (srun != 0) {
-      if (srun > 0 && started) {
-        started->srun_start_ticks = start_ticks(srun);
-        started->srun = srun;
-      }
-      _exit(0);
-    }
-    setsid();
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    for (int fd = 3; fd < 1024; ++fd) close(fd); /* slurmstepd's descriptors are not ours */
-    extern char** environ;
-    environ = env; /* the job's environment (PATH, SLURM_*), not slurmstepd's */
-    execvp(argv[0], (char* const*)argv);
-    fprintf(stderr, "parastack: cannot run %s: %s; the job is not watched\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-  }
+  start_monitors(argv, env, 1);
+  /* Every step of this job is watched by these monitors: srun --parastack steps start no others. */
+  spank_setenv(sp, "PARASTACK_WATCHED_JOB", job, 1);
   return 0;
 }
 

@@ -283,6 +283,107 @@ TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
   EXPECT_EQ(report["faulty_ranks"], json::array({2}));
 }
 
+// srun --parastack without a watched batch job: the step's first task starts one monitor per node
+// of the step, watching that step only; on a hang the step is cancelled (scancel JOB.STEP).
+class SlurmSteps : public SlurmPlugin {
+ protected:
+  // srun ARGS... of the solver on 8 ranks with rank 5 spinning once fired; the report's JSON.
+  json run_step_hang(const std::vector<std::string>& launcher, const std::string& name) {
+    const auto trigger = cluster().jobs() / ("fire." + name);
+    std::filesystem::remove(trigger);
+    std::vector<std::string> argv = launcher;
+    argv.insert(
+        argv.end(),
+        {"srun", "--parastack=log-level=debug", "-n", "8", "--mpi=pmix",
+         "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1,LD_PRELOAD=" + (cluster().bin() / "libps_fault.so").string() +
+             ",PS_FAULT_KIND=spin,PS_FAULT_RANK=5,PS_FAULT_AFTER_SECONDS=1e9,PS_FAULT_TRIGGER_FILE=" + trigger.string(),
+         (cluster().bin() / "ps_solver").string(), "blocking", "100000"});
+    auto srun = cluster().start_as_user(argv, name + ".out", name + ".err");
+    const auto err = cluster().jobs() / (name + ".err");
+    testing::await_models([&] { return read_file(err); }, [&] { return srun->running(); }, 40);
+    std::ofstream(trigger).put('\n');
+    EXPECT_NE(srun->wait_exit(600s), 0) << "the hung step was cancelled: " << read_file(err);
+    const std::regex verdict(R"(job ([0-9]+\.[0-9]+) hung: computation error on rank\(s\) 5; report: (\S+))");
+    std::smatch found;
+    const std::string text = read_file(err);
+    EXPECT_TRUE(std::regex_search(text, found, verdict)) << text;
+    if (found.empty()) return json();
+    const std::string step = found[1];
+    EXPECT_EQ(found[2], (cluster().jobs() / ("parastack-" + step + ".json")).string());
+    std::ifstream in(found[2].str());
+    return json::parse(in, nullptr, false);
+  }
+};
+
+TEST_F(SlurmSteps, AnSrunFromALoginShellIsWatchedAndItsHangCancelled) {
+  const json report = run_step_hang({}, "login");
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+}
+
+TEST_F(SlurmSteps, AStepInsideSallocIsWatchedAndItsHangCancelled) {
+  const json report = run_step_hang({"salloc", "-n", "8"}, "salloc");
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+}
+
+TEST_F(SlurmSteps, AHealthySrunKeepsItsStatusAndOutputWithMonitorsBesideIt) {
+  auto srun = cluster().start_as_user(
+      {"srun", "--parastack", "-n", "4", "--mpi=pmix", "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
+       (cluster().bin() / "ps_solver").string(), "blocking", "10"},
+      "healthy-step.out", "healthy-step.err");
+  // The monitors' step appears beside the job's while it runs.
+  bool seen = false;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!seen && srun->running() && std::chrono::steady_clock::now() < deadline) {
+    seen = cluster().as_user({"squeue", "-h", "-s", "-u", SlurmCluster::user(), "-o", "%j"}).out.find("parastack") !=
+           std::string::npos;
+    if (!seen) std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(seen) << "a monitors' step ran beside the srun";
+  EXPECT_EQ(srun->wait_exit(300s), 0);
+  const std::string out = read_file(cluster().jobs() / "healthy-step.out");
+  EXPECT_NE(out.find("iterations "), std::string::npos) << out;
+  EXPECT_EQ(read_file(cluster().jobs() / "healthy-step.err"), "") << "a healthy step's stderr stays its own";
+}
+
+// A batch job watched as a whole (--parastack) whose script runs two srun --parastack steps at once
+// (and sruns inherit the option anyway): one set of monitors, the batch step's, and never more.
+// (--exact: without it Slurm runs a batch job's steps one after the other, whatever parastack does.)
+// Without --parastack on the batch job, each srun --parastack step gets its own.
+TEST_F(SlurmSteps, ConcurrentStepsGetNoDuplicateMonitors) {
+  const std::string body =
+      "export OMPI_MCA_mpi_yield_when_idle=1\n"
+      "srun --parastack --exact --mpi=pmix -n 2 " +
+      (cluster().bin() / "ps_solver").string() +
+      " blocking 8 > /dev/null &\n"
+      "srun --parastack --exact --mpi=pmix -n 2 " +
+      (cluster().bin() / "ps_solver").string() +
+      " blocking 8 > /dev/null &\n"
+      "# Observe (not wait): the most monitor steps seen at once while the two steps run.\n"
+      "most=0\n"
+      "while [ -n \"$(jobs -r)\" ]; do\n"
+      "  n=$(squeue -h -s -j $SLURM_JOB_ID -o %j | grep -c '^parastack$')\n"
+      "  [ $n -gt $most ] && most=$n\n"
+      "  sleep 0.2\n"
+      "done\n"
+      "wait\n"
+      "echo most-monitor-steps=$most\n";
+  for (const bool whole_job : {true, false}) {
+    SCOPED_TRACE(whole_job ? "sbatch --parastack" : "sbatch");
+    std::vector<std::string> args{"-n", "8", "-o", "steps.out", "-e", "steps.err"};
+    if (whole_job) args.push_back("--parastack");
+    args.push_back(cluster().script("steps.sh", body));
+    const auto id = cluster().submit(args);
+    const auto job = cluster().wait_ended(id, 300);
+    EXPECT_EQ(job.state, "COMPLETED") << job.record;
+    const std::string out = read_file(cluster().jobs() / "steps.out");
+    EXPECT_NE(out.find(whole_job ? "most-monitor-steps=1" : "most-monitor-steps=2"), std::string::npos) << out;
+    EXPECT_EQ(read_file(cluster().jobs() / "steps.err"), "");
+    expect_nothing_left(cluster(), id);
+  }
+}
+
 // Two emulated nodes (each slurmd in its own network, UTS, PID and mount namespace): a monitor on
 // each, the faulty rank on the second.
 TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
