@@ -8,7 +8,8 @@
  *     `parastack-monitor --check-options`, so a bad value is refused before the job is queued;
  *   - srun --parastack outside a watched batch job (from a login shell, in salloc, or in a batch
  *     script without the option): the step's task 0 starts `srun --overlap` with one monitor per
- *     node of the step, watching that step only (--slurm-job JOB.STEP); they end with the step.
+ *     node of the step, watching that step only (--slurm-job JOB.STEP); they end when task 0
+ *     exits, and its task_exit waits for them as for the batch script.
  *   - in the job's batch step (slurmstepd, remote context), slurm_spank_task_init runs in the batch
  *     task, already as the job's user and inside the step's cgroup. It starts, detached from the
  *     batch script, `srun --overlap` with one parastack-monitor per node, and tells the leading
@@ -56,6 +57,7 @@ static char option_value[VALUE_MAX] = "";
 struct started_monitors {
   pid_t srun;
   unsigned long long srun_start_ticks; /* with the pid, the process (a pid can be reused) */
+  int for_step;                        /* started by task 0 of a step: wait at that task's exit */
 };
 static struct started_monitors* started = NULL;
 
@@ -190,7 +192,7 @@ static const char* job_env(char** env, const char* name) {
 /* Starts the monitors' srun, detached twice so that the task never has it as its child (a `wait`
  * in a batch script must not wait for it); it stays in the step's cgroup, so the end of the step
  * ends it. `record`: remember it for task_exit (the batch step). */
-static void start_monitors(const char* const* argv, char** env, int record) {
+static void start_monitors(const char* const* argv, char** env, int record, int for_step) {
   const pid_t child = fork();
   if (child < 0) {
     slurm_error("parastack: fork: %m; the job is not watched");
@@ -201,6 +203,7 @@ static void start_monitors(const char* const* argv, char** env, int record) {
     if (srun != 0) {
       if (srun > 0 && record && started) {
         started->srun_start_ticks = start_ticks(srun);
+        started->for_step = for_step;
         started->srun = srun;
       }
       _exit(0);
@@ -239,8 +242,12 @@ static int add_site_and_user(const struct site* site, const char** argv, int arg
 static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_id, char** env) {
   if (job_env(env, "PARASTACK_MONITOR_STEP")) return; /* the monitors' own step */
   const char* watched = job_env(env, "PARASTACK_WATCHED_JOB");
-  char job[32], step[48], report[VALUE_MAX + 64], cwd[VALUE_MAX];
+  char job[32], step[48], report[VALUE_MAX + 64], cwd[VALUE_MAX], task[64];
   snprintf(job, sizeof job, "%u", job_id);
+  /* This process becomes the step's task 0: the monitors end when it exits, and its task_exit
+   * waits for them, so that nothing of theirs is left in the step's cgroup when the step ends
+   * (slurmstepd would kill it and wait a whole second for it). */
+  snprintf(task, sizeof task, "%d:%llu", (int)getpid(), start_ticks(getpid()));
   if (watched && strcmp(watched, job) == 0) return; /* the batch step's monitors watch every step */
   const char* nodes = job_env(env, "SLURM_STEP_NUM_NODES");
   const char* nodelist = job_env(env, "SLURM_STEP_NODELIST");
@@ -277,11 +284,13 @@ static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_i
                           "error",
                           "--linger",
                           "2",
+                          "--batch-script",
+                          task,
                           "--hang-exit-status",
                           "0"};
-  int argc = add_site_and_user(site, argv, 28);
+  int argc = add_site_and_user(site, argv, 30);
   argv[argc] = NULL;
-  start_monitors(argv, env, 0);
+  start_monitors(argv, env, 1, 1);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char** av) {
@@ -349,7 +358,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
    * that a healthy job's output is what it would be without parastack; and they exit 0 after a
    * hang, or their srun would add "task 0: Exited with exit code 3" to that one line. */
-  start_monitors(argv, env, 1);
+  start_monitors(argv, env, 1, 0);
   /* Every step of this job is watched by these monitors: srun --parastack steps start no others. */
   spank_setenv(sp, "PARASTACK_WATCHED_JOB", job, 1);
   return 0;
@@ -375,6 +384,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   if (spank_context() != S_CTX_REMOTE || !started || started->srun <= 0) return 0;
+  uint32_t task = 0;
+  if (started->for_step && (spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS || task != 0)) return 0;
   const struct started_monitors monitors = *started;
   started->srun = 0;
   uid_t uid = 0;

@@ -326,8 +326,8 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
                  "stdin; default /usr/sbin/sendmail)");
   app.add_option("--batch-script", options.batch_script,
                  "With --slurm-job or --pbs-job: PID:START (start time in clock ticks, /proc/PID/stat field 22) "
-                 "of the batch script on the leading monitor's node; monitoring ends when it exits (SPANK "
-                 "plugin, pbs_parastack)");
+                 "of the batch script (or of a step's task 0) on the leading monitor's node; monitoring ends when "
+                 "it exits (SPANK plugin, pbs_parastack)");
   app.add_option("--hang-exit-status", options.hang_exit_status,
                  "Exit status of the monitors after a confirmed hang (the SPANK plugin asks for 0)")
       ->check(CLI::Range(0, 255))
