@@ -191,7 +191,8 @@ static const char* job_env(char** env, const char* name) {
 
 /* Starts the monitors' srun, detached twice so that the task never has it as its child (a `wait`
  * in a batch script must not wait for it); it stays in the step's cgroup, so the end of the step
- * ends it. `record`: remember it for task_exit (the batch step). */
+ * ends it. `record`: remember it for task_exit, which waits for it (the batch step; a step's task 0,
+ * `for_step`). */
 static void start_monitors(const char* const* argv, char** env, int record, int for_step) {
   const pid_t child = fork();
   if (child < 0) {
@@ -212,7 +213,7 @@ static void start_monitors(const char* const* argv, char** env, int record, int 
     /* Nothing on stdout: the monitors write none, and a step's stdout is a pipe its end waits on. */
     const int null = open("/dev/null", O_RDWR);
     if (null >= 0) dup2(null, STDIN_FILENO);
-    if (null >= 0 && !record) dup2(null, STDOUT_FILENO);
+    if (null >= 0 && for_step) dup2(null, STDOUT_FILENO);
     for (int fd = 3; fd < 1024; ++fd) close(fd); /* slurmstepd's descriptors are not ours */
     extern char** environ;
     environ = env; /* the job's environment (PATH, SLURM_*), not slurmstepd's */
@@ -238,7 +239,7 @@ static int add_site_and_user(const struct site* site, const char** argv, int arg
 
 /* srun --parastack outside a watched batch job (from a login shell, inside salloc, or in a batch
  * script without the option): the step's first task starts one monitor per node of the step,
- * watching that step only (--slurm-job JOB.STEP); they end with it. */
+ * watching that step only (--slurm-job JOB.STEP); they end when its task 0 does. */
 static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_id, char** env) {
   if (job_env(env, "PARASTACK_MONITOR_STEP")) return; /* the monitors' own step */
   const char* watched = job_env(env, "PARASTACK_WATCHED_JOB");
