@@ -161,6 +161,18 @@ TEST(SiteConfig, TheCommandLineWinsOverTheFile) {
   EXPECT_EQ(parsed.action, "report");
 }
 
+// One file serves parastack run, pbs_parastack and the plugin: the schedulers' own keys are no
+// unknown settings to parastack run, which leaves them alone (found by site_config_fuzzer).
+TEST(SiteConfig, TheSchedulersSettingsAreSkippedNotRefused) {
+  Parsed parsed({});
+  std::vector<Setting> settings;
+  int line = 0;
+  for (const auto& key : kSchedulerSettings) settings.push_back({key, "x", ++line});
+  settings.push_back({"alpha", "0.01", ++line});
+  EXPECT_EQ(apply_site_config(parsed.app, "site.conf", settings), std::nullopt);
+  EXPECT_DOUBLE_EQ(parsed.alpha, 0.01);
+}
+
 TEST(SiteConfig, UnknownKeysBadValuesAndNestedFilesAreRefusedWithFileAndLine) {
   {
     Parsed parsed({});
