@@ -68,6 +68,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // C strings: an argument ends at its first NUL, as Slurm hands it over.
     lines.push_back(line.substr(0, line.find('\0')));
   }
+  {
+    // The whole input as salloc's /proc/self/cmdline: a launcher found is a whole argument in it.
+    const char* text = reinterpret_cast<const char*>(data);
+    const char* launcher = nullptr;
+    const auto kind = parastack_salloc_command(text, static_cast<long>(size), &launcher);
+    FUZZ_REQUIRE((kind == SALLOC_MPI_LAUNCHER) == (launcher != nullptr));
+    if (launcher) {
+      FUZZ_REQUIRE(launcher > text && launcher < text + size && launcher[-1] == '\0');
+      FUZZ_REQUIRE(std::memchr(launcher, '\0', static_cast<std::size_t>(text + size - launcher)) != nullptr);
+    }
+    if (kind != NOT_SALLOC) FUZZ_REQUIRE(size >= 7 && std::memchr(text, '\0', size) != nullptr);
+  }
   if (lines.empty() || lines.size() > 32) return 0;
   const std::vector<std::string> args(lines.begin() + 1, lines.end());
   std::vector<char*> av;

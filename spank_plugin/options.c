@@ -68,3 +68,34 @@ int parastack_add_choices(const struct site* site, const char* user, const char*
   }
   return argc;
 }
+
+static const char* base_name(const char* path) {
+  const char* slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* mpirun, mpiexec, orterun and Debian's alternatives' targets (mpirun.openmpi, mpiexec.hydra...). */
+static int is_mpi_launcher(const char* name) {
+  static const char* const launchers[] = {"mpirun", "mpiexec", "orterun", "oshrun"};
+  for (size_t i = 0; i < sizeof launchers / sizeof *launchers; ++i) {
+    const size_t n = strlen(launchers[i]);
+    if (strncmp(name, launchers[i], n) == 0 && (name[n] == '\0' || name[n] == '.')) return 1;
+  }
+  return 0;
+}
+
+enum salloc_command parastack_salloc_command(const char* cmdline, long size, const char** launcher) {
+  *launcher = NULL;
+  /* Only whole arguments: a last one without its NUL (a truncated read) is left out. */
+  while (size > 0 && cmdline[size - 1] != '\0') --size;
+  if (size <= 0 || strcmp(base_name(cmdline), "salloc") != 0) return NOT_SALLOC;
+  for (long at = (long)strlen(cmdline) + 1; at < size; at += (long)strlen(cmdline + at) + 1) {
+    const char* name = base_name(cmdline + at);
+    if (strcmp(name, "srun") == 0) return SALLOC_SRUN;
+    if (is_mpi_launcher(name)) {
+      *launcher = cmdline + at;
+      return SALLOC_MPI_LAUNCHER;
+    }
+  }
+  return SALLOC_OTHER;
+}

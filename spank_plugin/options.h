@@ -36,6 +36,17 @@ const char* parastack_option_value(const char* optarg);
  * (at most 6); the new argc. */
 int parastack_add_choices(const struct site* site, const char* user, const char** argv, int argc);
 
+/* What salloc runs, from its /proc/self/cmdline (`size` bytes of NUL-terminated arguments). Every
+ * srun step of the allocation is watched; ranks that an MPI launcher run by salloc itself starts
+ * on this host are in no step, and no monitor can reach them. */
+enum salloc_command {
+  NOT_SALLOC,          /* argv[0] is not salloc (sbatch, srun) */
+  SALLOC_SRUN,         /* salloc ... srun ...: a step */
+  SALLOC_MPI_LAUNCHER, /* salloc ... mpirun ...: *launcher names it */
+  SALLOC_OTHER         /* a shell, a script, no command: its own steps are watched, nothing else */
+};
+enum salloc_command parastack_salloc_command(const char* cmdline, long size, const char** launcher);
+
 #ifdef __cplusplus
 }
 #endif

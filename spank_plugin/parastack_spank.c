@@ -108,6 +108,30 @@ static int run_monitor_here(const char* const* argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* salloc --parastack: the option reaches every step of the allocation, so what srun starts is
+ * watched. An MPI launcher that salloc runs itself starts its ranks here, in no step: refuse that
+ * rather than let the user believe the job is watched; say what does work otherwise. */
+static int check_salloc_command(void) {
+  char arguments[8192];
+  const ssize_t n = read_proc_file("/proc/self/cmdline", arguments, sizeof arguments);
+  const char* launcher = NULL;
+  switch (n < 0 ? NOT_SALLOC : parastack_salloc_command(arguments, n, &launcher)) {
+    case SALLOC_MPI_LAUNCHER:
+      slurm_error(
+          "parastack: salloc --parastack watches the steps that srun starts, and %s would start its "
+          "ranks outside any step: use `salloc ... srun --mpi=pmix ...` or `salloc ... parastack run -- %s ...`",
+          launcher, launcher);
+      return -1;
+    case SALLOC_OTHER:
+      slurm_info(
+          "parastack: the steps srun starts in this allocation are watched; ranks that mpirun starts "
+          "here are not (use `parastack run -- mpirun ...` for those)");
+      return 0;
+    default:
+      return 0;
+  }
+}
+
 static struct site submit_site;
 static int submit_site_ok = 0;
 
@@ -136,7 +160,7 @@ static int option_callback(int val, const char* argument, int remote) {
     slurm_error("parastack: --parastack=%s refused (--parastack=help lists the options)", value);
     return -1;
   }
-  return 0;
+  return spank_context() == S_CTX_ALLOCATOR ? check_salloc_command() : 0;
 }
 
 static struct spank_option parastack_option = {

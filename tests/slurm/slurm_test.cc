@@ -287,6 +287,17 @@ TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
 // of the step, watching that step only; on a hang the step is cancelled (scancel JOB.STEP).
 class SlurmSteps : public SlurmPlugin {
  protected:
+  // Whether the monitors' step (job name parastack) showed up in squeue while `launcher` ran.
+  bool monitor_step_seen_while(testing::ChildProcess& launcher) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (launcher.running() && std::chrono::steady_clock::now() < deadline) {
+      const auto steps = cluster().as_user({"squeue", "-h", "-s", "-u", SlurmCluster::user(), "-o", "%j"}).out;
+      if (steps.find("parastack") != std::string::npos) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  }
+
   // srun ARGS... of the solver on 8 ranks with rank 5 spinning once fired; the report's JSON.
   json run_step_hang(const std::vector<std::string>& launcher, const std::string& name) {
     const auto trigger = cluster().jobs() / ("fire." + name);
@@ -332,19 +343,34 @@ TEST_F(SlurmSteps, AHealthySrunKeepsItsStatusAndOutputWithMonitorsBesideIt) {
       {"srun", "--parastack", "-n", "4", "--mpi=pmix", "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
        (cluster().bin() / "ps_solver").string(), "blocking", "10"},
       "healthy-step.out", "healthy-step.err");
-  // The monitors' step appears beside the job's while it runs.
-  bool seen = false;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!seen && srun->running() && std::chrono::steady_clock::now() < deadline) {
-    seen = cluster().as_user({"squeue", "-h", "-s", "-u", SlurmCluster::user(), "-o", "%j"}).out.find("parastack") !=
-           std::string::npos;
-    if (!seen) std::this_thread::sleep_for(200ms);
-  }
-  EXPECT_TRUE(seen) << "a monitors' step ran beside the srun";
+  EXPECT_TRUE(monitor_step_seen_while(*srun)) << "a monitors' step ran beside the srun";
   EXPECT_EQ(srun->wait_exit(300s), 0);
   const std::string out = read_file(cluster().jobs() / "healthy-step.out");
   EXPECT_NE(out.find("iterations "), std::string::npos) << out;
   EXPECT_EQ(read_file(cluster().jobs() / "healthy-step.err"), "") << "a healthy step's stderr stays its own";
+}
+
+// salloc --parastack hands the option to every step of the allocation: a plain srun in it is
+// watched. An mpirun that salloc runs itself would start its ranks on the login host, in no step,
+// where no monitor can reach them: refused with one clear line, before anything is allocated.
+TEST_F(SlurmSteps, SallocParastackWatchesItsStepsAndRefusesAnMpirunNoMonitorCouldReach) {
+  const auto refused = cluster().as_user(
+      {"salloc", "--parastack", "-n", "4", "mpirun", (cluster().bin() / "ps_solver").string(), "blocking", "5"});
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find("parastack: salloc --parastack watches the steps that srun starts, and mpirun would "
+                             "start its ranks outside any step"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err.find("Granted job allocation"), std::string::npos) << refused.err;
+  EXPECT_EQ(cluster().as_user({"squeue", "-h", "-u", SlurmCluster::user()}).out, "") << "nothing was allocated";
+
+  auto salloc = cluster().start_as_user(
+      {"salloc", "--parastack", "-n", "4", "srun", "--mpi=pmix", "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
+       (cluster().bin() / "ps_solver").string(), "blocking", "10"},
+      "salloc-step.out", "salloc-step.err");
+  EXPECT_TRUE(monitor_step_seen_while(*salloc)) << "a monitors' step ran beside the plain srun";
+  EXPECT_EQ(salloc->wait_exit(300s), 0) << read_file(cluster().jobs() / "salloc-step.err");
+  EXPECT_NE(read_file(cluster().jobs() / "salloc-step.out").find("iterations "), std::string::npos);
 }
 
 // A batch job watched as a whole (--parastack) whose script runs two srun --parastack steps at once

@@ -70,4 +70,38 @@ TEST(SpankOptions, TheOptionValueAndTheMonitorsArguments) {
                                            "--job-options", "grace=5", "--allowed-actions", "kill"}));
 }
 
+// /proc/self/cmdline of salloc: NUL-terminated arguments.
+salloc_command classify(const std::vector<std::string>& args, std::string* launcher = nullptr) {
+  std::string cmdline;
+  for (const auto& a : args) cmdline += a + '\0';
+  const char* found = nullptr;
+  const auto kind = parastack_salloc_command(cmdline.data(), static_cast<long>(cmdline.size()), &found);
+  if (launcher) *launcher = found ? found : "";
+  return kind;
+}
+
+TEST(SpankOptions, WhatSallocRunsDecidesWhetherItsRanksCanBeWatched) {
+  std::string launcher;
+  EXPECT_EQ(classify({"sbatch", "--parastack", "mpirun", "job.sh"}), NOT_SALLOC);
+  EXPECT_EQ(classify({"/usr/bin/srun", "--parastack", "mpirun"}), NOT_SALLOC);
+  EXPECT_EQ(classify({}), NOT_SALLOC);
+  EXPECT_EQ(classify({"salloc", "--parastack", "-n", "4", "srun", "--mpi=pmix", "./app"}), SALLOC_SRUN);
+  EXPECT_EQ(classify({"/usr/bin/salloc", "-n4", "/usr/bin/srun", "mpirun"}), SALLOC_SRUN) << "mpirun in a step";
+  EXPECT_EQ(classify({"salloc", "--parastack", "-n", "4", "/usr/bin/mpiexec.openmpi", "./app"}, &launcher),
+            SALLOC_MPI_LAUNCHER);
+  EXPECT_EQ(launcher, "/usr/bin/mpiexec.openmpi");
+  EXPECT_EQ(classify({"salloc", "-n", "4", "mpirun", "./app"}, &launcher), SALLOC_MPI_LAUNCHER);
+  EXPECT_EQ(launcher, "mpirun");
+  EXPECT_EQ(classify({"salloc", "--parastack", "-n", "4"}), SALLOC_OTHER) << "the user's shell";
+  EXPECT_EQ(classify({"salloc", "--parastack", "./run-mpirun.sh", "mpirunner"}), SALLOC_OTHER);
+}
+
+TEST(SpankOptions, ATruncatedCommandLineIsReadUpToItsLastWholeArgument) {
+  const std::string cmdline = std::string("salloc") + '\0' + "-n" + '\0' + "mpiru";
+  const char* launcher = nullptr;
+  EXPECT_EQ(parastack_salloc_command(cmdline.data(), static_cast<long>(cmdline.size()), &launcher), SALLOC_OTHER);
+  EXPECT_EQ(launcher, nullptr);
+  EXPECT_EQ(parastack_salloc_command("salloc", 6, &launcher), NOT_SALLOC) << "not even argv[0] is whole";
+}
+
 }  // namespace
