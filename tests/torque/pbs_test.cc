@@ -226,6 +226,30 @@ TEST_F(PbsTorqueStandIn, AHangIsReportedMailedAndTheJobDeletedThroughQdel) {
       << mailbox().substr(mail_before_);
 }
 
+// On the nodes other than the first, the ranks of a Torque job are started by orted, which
+// Debian's Open MPI (built without Torque's TM launcher) starts through ssh: they carry no
+// PBS_JOBID. Here the ranks are started without it on one node (env -u), and the job's monitor
+// finds them through the Open MPI launch under the job script, as the other nodes' monitors do.
+TEST_F(PbsTorqueStandIn, RanksWithoutPbsJobidAsSshStartsThemAreFoundThroughTheirLaunch) {
+  const fs::path trigger = jobs() / "fire.ssh";
+  std::string body = solver_body(bin(), 100000, "spin", trigger);
+  const std::string mpirun = "mpirun --oversubscribe -n 4 ";
+  body.replace(body.find(mpirun), mpirun.size(), mpirun + "env -u PBS_JOBID ");
+  script("nojobid.sh", "#!/bin/bash\n#PBS -l nodes=1:ppn=4\n" + body);
+  const std::string id = submit({"nojobid.sh", "--", "--log-level=debug"});
+  const std::string number = id.substr(0, id.find('.'));
+  const auto err = jobs() / ("nojobid.sh.e" + number);
+  testing::await_models([&] { return read_file(err); }, [&] { return !fs::exists(spool() / (number + ".exit")); }, 40,
+                        180s);
+  std::ofstream(trigger).put('\n');
+  EXPECT_EQ(wait_ended(id), 256 + SIGTERM) << read_file(err);
+  std::ifstream in(jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+  EXPECT_EQ(report["ranks"].size(), 4u);
+}
+
 TEST_F(PbsTorqueStandIn, ANodeFileThatIsMissingInsideTheJobLeavesItRunningUnwatched) {
   script("lost.sh", "#!/bin/bash\necho ran $PBS_JOBNAME\nexit 3\n");
   const std::string id = submit({"lost.sh"}, {"STANDIN_LOSE_NODEFILE=1"});
@@ -378,6 +402,119 @@ TEST_F(PbsOverSlurm, AHangIsDeletedWithQdelReportedAndMailed) {
   const std::string subject = "Subject: parastack: PBS job " + id + " hung: computation error on rank(s) 2";
   EXPECT_TRUE(await([&] { return mailbox().find(subject, mail_before) != std::string::npos; }, 60s))
       << mailbox().substr(mail_before);
+}
+
+// qsub -t: each index is a job of its own (its own PBS_JOBID) and gets a watchdog of its own, which
+// watches that subjob's ranks only: the subjobs run at once on one node, index 2 hangs, and only
+// index 2 is deleted; index 1 ends as it would without parastack. (Slurm's qsub passes -o/-e to
+// sbatch, whose %a gives each index its own files, as Torque's default names do.)
+TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted) {
+  const fs::path trigger = cluster().jobs() / "fire.array";
+  fs::remove(trigger);
+  const auto solver = (cluster().bin() / "ps_solver").string();
+  const auto fault =
+      "LD_PRELOAD=" + (cluster().bin() / "libps_fault.so").string() +
+      " PS_FAULT_KIND=spin PS_FAULT_RANK=2 PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" + trigger.string();
+  cluster().script("array.sh",
+                   "#PBS -l nodes=1:ppn=4\n"
+                   "export OMPI_MCA_mpi_yield_when_idle=1\n"
+                   "echo subjob=$PBS_JOBID\n"
+                   "seconds=8\n"
+                   "if [ \"${PBS_ARRAYID:-$PBS_ARRAY_INDEX}\" = 2 ]; then\n"
+                   "  export " +
+                       fault +
+                       "\n"
+                       "  seconds=100000\n"
+                       "fi\n"
+                       "mpirun --oversubscribe -n 4 " +
+                       solver +
+                       " blocking $seconds > /dev/null\n"
+                       "echo solver-status=$?\n"
+                       "echo monitors-of-this-subjob=$(pgrep -f \"^[^ ]*parastack-monitor .*--pbs-job "
+                       "$PBS_JOBID( |$)\" | wc -l)\n"
+                       "exit 7\n");
+  const auto submitted = cluster().as_user(
+      {pbs_parastack(), "-t", "1-2", "-o", "array.o%a", "-e", "array.e%a", "array.sh", "--", "--log-level", "debug"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  EXPECT_EQ(submitted.out, id + "\n");
+  const auto array_running = [&] {
+    return !cluster().as_user({"squeue", "-h", "-r", "-j", id, "-o", "%i"}).out.empty();
+  };
+  testing::await_models([&] { return read_file(cluster().jobs() / "array.e2"); }, array_running, 40);
+  std::ofstream(trigger).put('\n');
+  ASSERT_TRUE(await([&] { return !array_running(); }, 600s)) << read_file(cluster().jobs() / "array.e2");
+
+  // Each subjob's own PBS_JOBID, from its first line.
+  const auto subjob = [&](int index) {
+    const std::string out = read_file(cluster().jobs() / ("array.o" + std::to_string(index)));
+    const auto at = out.find("subjob=");
+    return at == std::string::npos ? std::string() : out.substr(at + 7, out.find('\n', at) - at - 7);
+  };
+  const std::string healthy = subjob(1), hung = subjob(2);
+  ASSERT_FALSE(healthy.empty() || hung.empty()) << "both subjobs ran";
+  EXPECT_NE(healthy, hung);
+  const std::string healthy_out = read_file(cluster().jobs() / "array.o1");
+  EXPECT_NE(healthy_out.find("solver-status=0\nmonitors-of-this-subjob=1\n"), std::string::npos) << healthy_out;
+  const auto healthy_job = cluster().wait_ended(healthy, 60);
+  EXPECT_NE(healthy_job.record.find("ExitCode=7:0"), std::string::npos) << healthy_job.record;
+  const std::string healthy_err = read_file(cluster().jobs() / "array.e1");
+  EXPECT_EQ(healthy_err.find(" hung: "), std::string::npos) << healthy_err;
+  EXPECT_FALSE(fs::exists(cluster().jobs() / ("parastack-" + healthy + ".json")));
+
+  const std::string hung_err = read_file(cluster().jobs() / "array.e2");
+  EXPECT_NE(hung_err.find("deleting job " + hung + " (qdel)"), std::string::npos) << hung_err;
+  EXPECT_EQ(cluster().wait_ended(hung, 60).state, "CANCELLED");
+  std::ifstream in(cluster().jobs() / ("parastack-" + hung + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << hung_err;
+  EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+}
+
+// Two emulated nodes (tests/slurm/cluster.sh: each slurmd in namespaces of its own), -l nodes=2:ppn=4
+// through Slurm's qsub: one monitor on each node of the allocation (Slurm's qsub writes no node
+// file: the nodes come from SLURM_JOB_NODELIST), and the faulty rank, on the second node, is named
+// with its host. (That qsub asks for 8 tasks on 2 nodes, which Slurm packs 7 and 1: mpirun places
+// 4 ranks on each node itself.)
+TEST(PbsOverSlurmOnTwoNodes, OneMonitorPerNodeNamesTheFaultyRankOnTheSecondNode) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  if (::access("/usr/bin/qsub", X_OK) != 0) GTEST_SKIP() << "no Slurm qsub (packaging/bootstrap.sh test installs it)";
+  SlurmCluster cluster(2, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
+                           testing::test_program("libps_fault.so")});
+  cluster.set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
+  const fs::path trigger = cluster.jobs() / "fire.two";
+  cluster.script("two.sh",
+                 "#PBS -l nodes=2:ppn=4\n"
+                 "export OMPI_MCA_mpi_yield_when_idle=1\n"
+                 "export LD_PRELOAD=" +
+                     (cluster.bin() / "libps_fault.so").string() +
+                     " PS_FAULT_KIND=spin PS_FAULT_RANK=6 PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" +
+                     trigger.string() + "\nmpirun --oversubscribe --map-by ppr:4:node " +
+                     (cluster.bin() / "ps_solver").string() + " blocking 100000\n");
+  const auto submitted =
+      cluster.as_user({(cluster.bin() / "pbs_parastack").string(), "two.sh", "--", "--log-level", "debug"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  const auto err = cluster.jobs() / ("two.sh.e" + id);
+  testing::await_models([&] { return read_file(err); },
+                        [&] {
+                          const auto state = cluster.job(id).state;
+                          return state.empty() || state == "PENDING" || state == "RUNNING";
+                        },
+                        40);
+  EXPECT_NE(read_file(err).find("2 monitors on node1 node2"), std::string::npos) << read_file(err);
+  std::ofstream(trigger).put('\n');
+  const auto job = cluster.wait_ended(id, 600);
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
+  EXPECT_NE(read_file(err).find("deleting job " + id + " (qdel)"), std::string::npos) << read_file(err);
+  std::ifstream in(cluster.jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["faulty_ranks"], json::array({6}));
+  ASSERT_EQ(report["ranks"].size(), 8u);
+  for (const auto& r : report["ranks"]) {
+    EXPECT_EQ(r["host"], r["rank"].get<int>() < 4 ? "node1" : "node2") << r.dump();
+  }
 }
 
 }  // namespace

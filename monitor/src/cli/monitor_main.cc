@@ -244,6 +244,11 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
     leading.launches = [&] { return sampler::open_mpi_launches(selector.launcher); };
   }
   const std::optional<os::ProcessIdentity> script = batch_script_on_this_node(options.batch_script, log);
+  if (selector.kind == Kind::Pbs && script) {
+    // The Open MPI launches under the job script: on the other nodes, the ranks they started
+    // through ssh are found by these, having no PBS_JOBID.
+    leading.launches = [pid = script->pid] { return sampler::open_mpi_launches(pid); };
+  }
   watch::JobControl control;
   control.running = [&] {
     if (stop_requested) return false;

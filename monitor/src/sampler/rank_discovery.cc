@@ -169,7 +169,13 @@ bool in_selected_job(const JobSelector& selector, bool descendant,
     case JobSelector::Kind::Pbs: {
       const auto* job = find(env, "PBS_JOBID");
       // "123.server" matches "123" and "123.server".
-      return job && (*job == selector.job_id || job->substr(0, job->find('.')) == selector.job_id);
+      if (job && (*job == selector.job_id || job->substr(0, job->find('.')) == selector.job_id)) return true;
+      // Ranks that an mpirun of the job script started through ssh (Open MPI without Torque's TM
+      // launcher, as Debian builds it) carry no PBS_JOBID: the launches the leader found under the
+      // script say they are the job's.
+      const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
+      return uri &&
+             std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) != selector.launches.end();
     }
   }
   return false;

@@ -20,8 +20,9 @@ struct JobSelector {
   Kind kind = Kind::Launcher;
   // Launcher: the ranks are its descendants (pid 0 on a node where the launcher does not run)...
   os::Pid launcher;
-  std::string job_id;  // Slurm or PBS job id
-  // ...or, on any node, ranks of these Open MPI launches (open_mpi_launches() on the launcher's node).
+  std::string job_id;  // Slurm or PBS job id (PBS: or a rank of one of `launches`)
+  // ...or, on any node, ranks of these Open MPI launches (open_mpi_launches() on the launcher's
+  // node, or under a PBS job's script on its first node).
   std::vector<std::string> launches = {};
 };
 
