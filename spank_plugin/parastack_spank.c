@@ -261,6 +261,38 @@ static int add_site_and_user(const struct site* site, const char** argv, int arg
   return parastack_add_choices(site, option_value, argv, argc);
 }
 
+/* The srun that starts one monitor per node (`nodes` of them) into argv, after the options in
+ * `placement` (NULL-terminated, at most 4; NULL: the job's own nodes). The monitors watch `job`
+ * (JOB or JOB.STEP), end with the process `script` (PID:START), log only errors, and exit 0 after
+ * a hang. Returns argc (at most 30); the caller appends and NULL-terminates. */
+static int monitors_srun(const struct site* site, const char* const* placement, const char* nodes, const char* job,
+                         const char* report, const char* script, const char** argv) {
+  int argc = 0;
+  const char* const head[] = {
+      site->srun, "--overlap", "--quiet", "--job-name=parastack", "--mpi=pmix", "--kill-on-bad-exit=0", "--input=none"};
+  for (size_t i = 0; i < sizeof head / sizeof *head; ++i) argv[argc++] = head[i];
+  for (int i = 0; placement && placement[i] && i < 4; ++i) argv[argc++] = placement[i];
+  const char* const tail[] = {"--nodes",
+                              nodes,
+                              "--ntasks",
+                              nodes,
+                              "--ntasks-per-node=1",
+                              "--cpus-per-task=1",
+                              site->monitor,
+                              "--slurm-job",
+                              job,
+                              "--report",
+                              report,
+                              "--log-level",
+                              "error",
+                              "--batch-script",
+                              script,
+                              "--hang-exit-status",
+                              "0"};
+  for (size_t i = 0; i < sizeof tail / sizeof *tail; ++i) argv[argc++] = tail[i];
+  return argc;
+}
+
 /* srun --parastack outside a watched batch job (from a login shell, inside salloc, or in a batch
  * script without the option): the step's first task starts one monitor per node of the step,
  * watching that step only (--slurm-job JOB.STEP); they end when its task 0 does. */
@@ -283,37 +315,12 @@ static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_i
   snprintf(step, sizeof step, "%u.%u", job_id, step_id);
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
   snprintf(report, sizeof report, "%s/parastack-%u.%u.json", cwd, job_id, step_id);
-  const char* argv[48] = {site->srun,
-                          "--overlap",
-                          "--quiet",
-                          "--job-name=parastack",
-                          "--mpi=pmix",
-                          "--kill-on-bad-exit=0",
-                          "--input=none",
-                          "--jobid",
-                          job,
-                          "--nodelist",
-                          nodelist,
-                          "--nodes",
-                          nodes,
-                          "--ntasks",
-                          nodes,
-                          "--ntasks-per-node=1",
-                          "--cpus-per-task=1",
-                          site->monitor,
-                          "--slurm-job",
-                          step,
-                          "--report",
-                          report,
-                          "--log-level",
-                          "error",
-                          "--linger",
-                          "2",
-                          "--batch-script",
-                          task,
-                          "--hang-exit-status",
-                          "0"};
-  int argc = add_site_and_user(site, argv, 30);
+  const char* placement[] = {"--jobid", job, "--nodelist", nodelist, NULL};
+  const char* argv[48];
+  int argc = monitors_srun(site, placement, nodes, step, report, task, argv);
+  argv[argc++] = "--linger"; /* a step runs one program: monitoring ends soon after it */
+  argv[argc++] = "2";
+  argc = add_site_and_user(site, argv, argc);
   argv[argc] = NULL;
   start_monitors(argv, env, 1, 1);
 }
@@ -354,31 +361,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
   snprintf(report, sizeof report, "%s/parastack-%u.json", cwd, job_id);
 
-  const char* argv[40] = {site.srun,
-                          "--overlap",
-                          "--quiet",
-                          "--job-name=parastack",
-                          "--mpi=pmix",
-                          "--kill-on-bad-exit=0",
-                          "--input=none",
-                          "--nodes",
-                          nodes,
-                          "--ntasks",
-                          nodes,
-                          "--ntasks-per-node=1",
-                          "--cpus-per-task=1",
-                          site.monitor,
-                          "--slurm-job",
-                          job,
-                          "--report",
-                          report,
-                          "--log-level",
-                          "error",
-                          "--batch-script",
-                          script,
-                          "--hang-exit-status",
-                          "0"};
-  int argc = add_site_and_user(&site, argv, 24);
+  const char* argv[48];
+  int argc = monitors_srun(&site, NULL, nodes, job, report, script, argv);
+  argc = add_site_and_user(&site, argv, argc);
   argv[argc] = NULL;
   /* The monitors' messages go to the job's stderr: only errors (a hang, where its report is), so
    * that a healthy job's output is what it would be without parastack; and they exit 0 after a
