@@ -41,7 +41,14 @@ Parsed reference(const std::string& text, const std::string& path) {
     }
     std::string value = trim(line.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    settings.push_back({trim(line.substr(0, equals)), value, number});
+    const std::string key = trim(line.substr(0, equals));
+    for (const auto& earlier : settings) {
+      if (earlier.key == key) {
+        return path + " line " + std::to_string(number) + ": '" + key + "' is set again (first on line " +
+               std::to_string(earlier.line) + ")";
+      }
+    }
+    settings.push_back({key, value, number});
   }
   return settings;
 }

@@ -153,6 +153,12 @@ struct Parsed {
   }
 };
 
+TEST(SiteConfig, AKeySetTwiceIsAnErrorNamingBothLines) {
+  const auto parsed = parse_site_config("alpha = 0.01\n# a comment\nalpha = 7\n", "site.conf");
+  ASSERT_TRUE(std::holds_alternative<std::string>(parsed));
+  EXPECT_EQ(std::get<std::string>(parsed), "site.conf line 3: 'alpha' is set again (first on line 1)");
+}
+
 TEST(SiteConfig, TheCommandLineWinsOverTheFile) {
   Parsed parsed({"--alpha", "0.2"});
   const std::vector<Setting> settings{{"alpha", "0.01", 1}, {"action", "report", 2}};

@@ -43,7 +43,15 @@ std::variant<std::vector<Setting>, std::string> parse_site_config(std::string_vi
     }
     std::string value = trim(line.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    settings.push_back({trim(line.substr(0, equals)), value, static_cast<int>(number)});
+    std::string key = trim(line.substr(0, equals));
+    // A key set twice is a mistake either way round: say so rather than pick one.
+    for (const auto& earlier : settings) {
+      if (earlier.key == key) {
+        return path + " line " + std::to_string(number) + ": '" + key + "' is set again (first on line " +
+               std::to_string(earlier.line) + ")";
+      }
+    }
+    settings.push_back({std::move(key), value, static_cast<int>(number)});
   }
   return settings;
 }
