@@ -14,7 +14,7 @@ targets=(proc_fuzzer wire_fuzzer trace_fuzzer site_config_fuzzer job_options_fuz
          pbs_script_fuzzer)
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_SANITIZE=ON \
-  -DPARASTACK_FUZZ=ON >/dev/null
+  -DPARASTACK_FUZZ=ON -DPARASTACK_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target parastack_fuzzers
 
 runs=$build/fuzz-runs

@@ -19,11 +19,13 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # (exim4's default configuration delivers to /var/mail without a daemon). pbs_parastack's tests:
 # Slurm's PBS front end (slurm-wlm-torque: real qsub, qdel, qstat over the test cluster), and csh
 # (a Torque job script may be run by csh).
+# man-db renders the man pages in their test (man --warnings); dpkg-dev and file (dpkg-shlibdeps, for
+# CPack) build the .deb packages, rpm builds the RPMs (packaging/test-packages.sh, test-rpm.sh).
 # clang-format and clang-tidy check the code (packaging/lint.sh); clang with its runtime libraries
 # (libclang-rt-14-dev: AddressSanitizer, UndefinedBehaviorSanitizer, libFuzzer) builds the sanitizer
 # tests and the fuzzers (check_sanitized).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light
-               slurm-wlm-torque csh clang-format clang-tidy clang libclang-rt-14-dev)
+               slurm-wlm-torque csh man-db dpkg-dev file rpm clang-format clang-tidy clang libclang-rt-14-dev)
 # The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide).
 bench_packages=(hpcc lammps-examples)
 
@@ -48,10 +50,21 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# The developers' build (CMakePresets.json "dev": warnings are errors); TARGETS... only those.
 build() {
   echo "== building in build/"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build -j"$(nproc)"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_WERROR=ON >/dev/null
+  cmake --build build -j"$(nproc)" ${1:+--target "$@"}
+}
+
+# What a packager builds: Release with the default options (warnings are not errors there), in
+# build-release; the unit tests run on it.
+check_release() {
+  echo "== Release build with the default options, unit tests on it (build-release)"
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build-release -j"$(nproc)" --target parastack parastack-monitor pbs_parastack parastack_spank \
+    parastack_fast_tests
+  ctest --test-dir build-release -L unit --output-on-failure -j"$(nproc)" --timeout 900
 }
 
 # Every C++ file formatted as .clang-format says (seconds), and the last commit's C++ files through
@@ -75,7 +88,7 @@ check_code() {
 check_sanitized() {
   echo "== sanitizers: unit and cli tests under ASan+UBSan, then each fuzzer for 20 s (build-asan)"
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_SANITIZE=ON \
-    -DPARASTACK_FUZZ=ON >/dev/null
+    -DPARASTACK_FUZZ=ON -DPARASTACK_WERROR=ON >/dev/null
   cmake --build build-asan -j"$(nproc)" --target parastack_fast_tests parastack_fuzzers
   ctest --test-dir build-asan -L 'unit|cli' --output-on-failure -j"$(nproc)" --timeout 900
   bench/fuzz.sh 20 build-asan
@@ -103,10 +116,11 @@ demo() {
 }
 
 case "${1:-}" in
-  demo) install_missing; build; demo ;;
+  demo) install_missing; build parastack parastack-monitor heat; demo ;;
   # Each test runs once: a test that fails now and then is a bug to find (it may be a harmed job).
-  test) packages+=("${test_packages[@]}"); install_missing; build; check_code; check_sanitized
-        ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900 ;;
+  test) packages+=("${test_packages[@]}"); install_missing; build; check_code; check_release; check_sanitized
+        ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
+        packaging/test-packages.sh build build-packages; packaging/test-rpm.sh build-packages ;;
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
          bench/slurm-overhead.sh ;;
   *) usage ;;

@@ -1,9 +1,7 @@
 // `parastack replay` and `parastack simulate --trace-out` run as a user runs them, on traces the
 // test generates with the simulator.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,25 +11,14 @@
 
 #include "parastack/sim/campaign.h"
 #include "parastack/stats/trace.h"
+#include "support/shell.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int status;
-  std::string out;
-};
-
-Run run(const std::string& arguments) {
-  const std::string command = std::string(PARASTACK_BIN) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+parastack::testing::ShellResult run(const std::string& arguments) {
+  return parastack::testing::run_shell(std::string(PARASTACK_BIN) + " " + arguments + " 2>&1");
 }
 
 nlohmann::json last_json_line(const std::string& out) {

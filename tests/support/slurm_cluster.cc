@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -94,9 +95,12 @@ SlurmCluster::~SlurmCluster() {
 }
 
 void SlurmCluster::set_plugstack(const std::string& plugin_arguments) {
+  const char* installed = std::getenv("PARASTACK_INSTALLED_PLUGIN");
+  const std::string plugin = installed && *installed ? std::string(installed)
+                                                     : (bin() / "parastack.so").string() +
+                                                           " monitor=" + (bin() / "parastack-monitor").string();
   std::ofstream(dir_ / "etc" / "plugstack.conf")
-      << "required " << (bin() / "parastack.so").string() << " monitor=" << (bin() / "parastack-monitor").string()
-      << (plugin_arguments.empty() ? "" : " " + plugin_arguments) << "\n";
+      << "required " << plugin << (plugin_arguments.empty() ? "" : " " + plugin_arguments) << "\n";
 }
 
 void SlurmCluster::set_plugstack_text(const std::string& text) {

@@ -35,7 +35,9 @@ class SlurmCluster {
   std::filesystem::path bin() const { return dir_ / "bin"; }
   std::filesystem::path jobs() const { return dir_ / "jobs"; }  // the jobs' working directory
   static std::string user() { return "pstest"; }
-  // The plugstack.conf line for the plugin (read at every submission and job start).
+  // The plugstack.conf line for the plugin (read at every submission and job start): the build's
+  // plugin and monitor, or, with PARASTACK_INSTALLED_PLUGIN=PATH in the environment (packaging/
+  // test-packages.sh), the installed plugin with its own default monitor.
   void set_plugstack(const std::string& plugin_arguments);
   // plugstack.conf as a whole (other plugins, or none of parastack's).
   void set_plugstack_text(const std::string& text);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -332,7 +333,13 @@ class PbsOverSlurm : public ::testing::Test {
     ASSERT_NE(cluster_, nullptr) << problem_;
   }
   SlurmCluster& cluster() { return *cluster_; }
-  std::string pbs_parastack() const { return (cluster_->bin() / "pbs_parastack").string(); }
+  // The build's, or the installed one (PARASTACK_INSTALLED_BINDIR: packaging/test-packages.sh),
+  // which starts the monitor beside it.
+  std::string pbs_parastack() const {
+    const char* installed = std::getenv("PARASTACK_INSTALLED_BINDIR");
+    return installed && *installed ? std::string(installed) + "/pbs_parastack"
+                                   : (cluster_->bin() / "pbs_parastack").string();
+  }
 
   static SlurmCluster* cluster_;
   static std::string problem_;

@@ -49,7 +49,7 @@ constexpr const char* kUsage =
     "qsub options: as qsub takes them, #PBS directives in the script included (-I is refused).\n"
     "parastack options: --NAME=VALUE or --NAME VALUE, as `parastack run` and `sbatch --parastack`\n"
     "take them, e.g. -- --action=report --alpha=0.001; `pbs_parastack -- --help` lists them.\n"
-    "Site settings: /etc/parastack/parastack.conf (PARASTACK_CONFIG names another file).\n";
+    "Site settings: " PARASTACK_SITE_CONFIG " (PARASTACK_CONFIG names another file).\n";
 
 // The site's settings for pbs_parastack, from the configuration file `parastack run` reads.
 struct Site {
@@ -185,7 +185,7 @@ int submit(const std::vector<std::string>& args) {
     return 0;
   }
   if (line.version) {
-    std::cout << "pbs_parastack 0.1.0\n";
+    std::cout << "pbs_parastack " PARASTACK_VERSION "\n";
     return 0;
   }
   bool list_options = false;

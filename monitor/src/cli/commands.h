@@ -19,8 +19,12 @@ inline constexpr int kExitNoRanks = 4;         // no MPI rank was found
 inline constexpr int kExitNotMpi = 5;          // run: no MPI rank appeared within the startup timeout
 inline constexpr int kExitMonitoringLost = 6;  // parastack-monitor: a monitor stopped answering
 
-// The site configuration `parastack run` reads (PARASTACK_CONFIG or --config override the path).
-inline constexpr const char* kSiteConfig = "/etc/parastack/parastack.conf";
+// The site configuration `parastack run` and pbs_parastack read (PARASTACK_CONFIG or --config
+// override the path): SYSCONFDIR/parastack/parastack.conf of the installation (CMake).
+#ifndef PARASTACK_SITE_CONFIG
+#define PARASTACK_SITE_CONFIG "/etc/parastack/parastack.conf"
+#endif
+inline constexpr const char* kSiteConfig = PARASTACK_SITE_CONFIG;
 
 // Which job a command looks at: exactly one of --slurm-job ID, --pbs-job ID, --pid LAUNCHER.
 class JobSelectorOptions {
@@ -52,5 +56,9 @@ std::function<int()> add_ranks_command(CLI::App& app);
 std::function<int()> add_stack_command(CLI::App& app);
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_stacks_command(CLI::App& app);
+std::function<int()> add_config_command(CLI::App& app);
+
+// The site configuration file with every setting commented out at its default (parastack config).
+std::string site_config_template();
 
 }  // namespace parastack::cli

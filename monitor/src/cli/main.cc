@@ -9,13 +9,14 @@ int dispatch(int argc, char** argv) {
   using namespace parastack::cli;
   CLI::App app{"parastack: statistical hang detection for MPI jobs (ParaStack, SC17)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "parastack 0.1.0");
+  app.set_version_flag("--version", "parastack " PARASTACK_VERSION);
   const auto replay = add_replay_command(app);
   const auto simulate = add_simulate_command(app);
   const auto ranks = add_ranks_command(app);
   const auto stack = add_stack_command(app);
   const auto run = add_run_command(app);
   const auto stacks = add_stacks_command(app);
+  const auto config = add_config_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +29,7 @@ int dispatch(int argc, char** argv) {
   if (app.got_subcommand("stack")) return stack();
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("stacks")) return stacks();
+  if (app.got_subcommand("config")) return config();
   return kExitUsage;
 }
 
