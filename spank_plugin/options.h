@@ -37,8 +37,9 @@ const char* parastack_option_value(const char* optarg);
 int parastack_add_choices(const struct site* site, const char* user, const char** argv, int argc);
 
 /* What salloc runs, from its /proc/self/cmdline (`size` bytes of NUL-terminated arguments). Every
- * srun step of the allocation is watched; ranks that an MPI launcher run by salloc itself starts
- * on this host are in no step, and no monitor can reach them. */
+ * srun step of the allocation is watched (an MPI launcher's daemons started with srun too); ranks
+ * that an MPI launcher run by salloc itself starts on this host are in no step, and no monitor can
+ * reach them. */
 enum salloc_command {
   NOT_SALLOC,          /* argv[0] is not salloc (sbatch, srun) */
   SALLOC_SRUN,         /* salloc ... srun ...: a step */

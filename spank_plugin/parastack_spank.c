@@ -109,19 +109,21 @@ static int run_monitor_here(const char* const* argv) {
 }
 
 /* salloc --parastack: the option reaches every step of the allocation, so what srun starts is
- * watched. An MPI launcher that salloc runs itself starts its ranks here, in no step: refuse that
- * rather than let the user believe the job is watched; say what does work otherwise. */
+ * watched, mpirun's daemons too when it starts them with srun (on the allocation's nodes other
+ * than this host). Ranks an MPI launcher starts on this host itself are in no step, where no
+ * monitor can reach them: whether this host is one of the allocation's nodes is not known before
+ * the allocation, so say so once, and how to be sure, rather than refuse. */
 static int check_salloc_command(void) {
   char arguments[8192];
   const ssize_t n = read_proc_file("/proc/self/cmdline", arguments, sizeof arguments);
   const char* launcher = NULL;
   switch (n < 0 ? NOT_SALLOC : parastack_salloc_command(arguments, n, &launcher)) {
     case SALLOC_MPI_LAUNCHER:
-      slurm_error(
-          "parastack: salloc --parastack watches the steps that srun starts, and %s would start its "
-          "ranks outside any step: use `salloc ... srun --mpi=pmix ...` or `salloc ... parastack run -- %s ...`",
+      slurm_info(
+          "parastack: the ranks %s starts through srun are watched; any it starts on this host itself are in no "
+          "step and are not (to be sure: `salloc ... srun --mpi=pmix ...`, or `parastack run -- %s ...`)",
           launcher, launcher);
-      return -1;
+      return 0;
     case SALLOC_OTHER:
       slurm_info(
           "parastack: the steps srun starts in this allocation are watched; ranks that mpirun starts "

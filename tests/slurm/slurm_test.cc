@@ -351,18 +351,18 @@ TEST_F(SlurmSteps, AHealthySrunKeepsItsStatusAndOutputWithMonitorsBesideIt) {
 }
 
 // salloc --parastack hands the option to every step of the allocation: a plain srun in it is
-// watched. An mpirun that salloc runs itself would start its ranks on the login host, in no step,
-// where no monitor can reach them: refused with one clear line, before anything is allocated.
-TEST_F(SlurmSteps, SallocParastackWatchesItsStepsAndRefusesAnMpirunNoMonitorCouldReach) {
-  const auto refused = cluster().as_user(
-      {"salloc", "--parastack", "-n", "4", "mpirun", (cluster().bin() / "ps_solver").string(), "blocking", "5"});
-  EXPECT_NE(refused.status, 0);
-  EXPECT_NE(refused.err.find("parastack: salloc --parastack watches the steps that srun starts, and mpirun would "
-                             "start its ranks outside any step"),
+// watched. Here salloc's host is the allocation's node, so an mpirun that salloc runs starts its
+// ranks on it in no step, where no monitor can reach them: salloc says so (one line) and the job
+// runs as it would without parastack.
+TEST_F(SlurmSteps, SallocParastackWatchesItsStepsAndSaysWhatMpirunLeavesUnwatched) {
+  const auto told = cluster().as_user({"salloc", "--parastack", "-n", "4", "mpirun", "--oversubscribe",
+                                       (cluster().bin() / "ps_solver").string(), "blocking", "5"});
+  EXPECT_EQ(told.status, 0) << told.err;
+  EXPECT_NE(told.err.find("parastack: the ranks mpirun starts through srun are watched; any it starts on this host "
+                          "itself are in no step and are not"),
             std::string::npos)
-      << refused.err;
-  EXPECT_EQ(refused.err.find("Granted job allocation"), std::string::npos) << refused.err;
-  EXPECT_EQ(cluster().as_user({"squeue", "-h", "-u", SlurmCluster::user()}).out, "") << "nothing was allocated";
+      << told.err;
+  EXPECT_NE(told.out.find("iterations "), std::string::npos) << told.out;
 
   auto salloc = cluster().start_as_user(
       {"salloc", "--parastack", "-n", "4", "srun", "--mpi=pmix", "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
@@ -408,6 +408,36 @@ TEST_F(SlurmSteps, ConcurrentStepsGetNoDuplicateMonitors) {
     EXPECT_EQ(read_file(cluster().jobs() / "steps.err"), "");
     expect_nothing_left(cluster(), id);
   }
+}
+
+// The usual cluster: salloc on a login host that is none of the allocation's nodes. mpirun then
+// starts its daemons on the nodes with srun, a step that gets monitors of its own like any other:
+// `salloc --parastack mpirun` is watched, the hang found and the step cancelled. (The step's
+// monitors log nowhere a test can read, so the fault fires 5 s after the start, before any model:
+// the model-free stasis rule's case.)
+TEST(SallocOnTwoNodes, AnMpirunFromALoginHostIsWatchedThroughItsDaemonsStep) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  SlurmCluster cluster(2, binaries());
+  cluster.set_plugstack("");
+  auto salloc = cluster.start_as_user(
+      {"salloc", "--parastack", "-N", "2", "--ntasks-per-node=2", "mpirun", "-x", "OMPI_MCA_mpi_yield_when_idle=1",
+       "-x", "LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string(), "-x", "PS_FAULT_KIND=spin", "-x",
+       "PS_FAULT_RANK=3", "-x", "PS_FAULT_AFTER_SECONDS=5", (cluster.bin() / "ps_solver").string(), "blocking",
+       "100000"},
+      "login.out", "login.err");
+  EXPECT_NE(salloc->wait_exit(600s), 0) << "the hung step was cancelled: " << read_file(cluster.jobs() / "login.err");
+  // The report of step JOB.0, mpirun's daemons.
+  std::filesystem::path report;
+  const std::regex report_name(R"(parastack-\d+\.0\.json)");
+  for (const auto& entry : std::filesystem::directory_iterator(cluster.jobs())) {
+    if (std::regex_match(entry.path().filename().string(), report_name)) report = entry.path();
+  }
+  ASSERT_FALSE(report.empty()) << read_file(cluster.jobs() / "login.err");
+  std::ifstream in(report);
+  const json found = json::parse(in, nullptr, false);
+  ASSERT_FALSE(found.is_discarded());
+  EXPECT_EQ(found["hang_type"], "computation");
+  EXPECT_EQ(found["faulty_ranks"], json::array({3}));
 }
 
 // Two emulated nodes (each slurmd in its own network, UTS, PID and mount namespace): a monitor on
