@@ -4,13 +4,17 @@
 # (default build) against the installed files (the plugin from Slurm's plugin directory, its
 # default monitor /usr/bin/parastack-monitor, /usr/bin/pbs_parastack), removes them and checks that
 # only the configuration file is left, then purges and checks that it is gone too.
-# Root only; refuses to run where parastack is already installed (it would remove it).
+# Root only (skipped otherwise, as the Slurm tests are); refuses to run where parastack is already
+# installed (it would remove it).
 # Usage: packaging/test-packages.sh [TESTS_BUILD] [PACKAGES_BUILD (default build-packages)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests_build=${1:-build}
 packages_build=${2:-build-packages}
-[ "$(id -u)" -eq 0 ] || { echo "error: this test installs packages: run it as root" >&2; exit 1; }
+if [ "$(id -u)" -ne 0 ]; then
+  echo "packages: skipped: this test installs packages into the root (run it as root)"
+  exit 0
+fi
 for p in parastack parastack-slurm; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
     echo "error: $p is installed here already; this test would remove it" >&2
