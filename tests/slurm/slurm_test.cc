@@ -111,12 +111,7 @@ class SlurmPlugin : public ::testing::Test {
     args.push_back(solver_script(cluster(), launcher, 100000, fault, rank));
     id = cluster().submit(args);
     const auto err = cluster().jobs() / (fault + ".err");
-    testing::await_models([&] { return read_file(err); },
-                          [&] {
-                            const auto state = cluster().job(id).state;
-                            return state.empty() || state == "PENDING" || state == "RUNNING";
-                          },
-                          40);
+    testing::await_models([&] { return read_file(err); }, [&] { return cluster().job_active(id); }, 40);
     std::ofstream(cluster().jobs() / ("fire." + fault)).put('\n');
     const auto job = cluster().wait_ended(id, 600);
     EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
@@ -449,12 +444,7 @@ TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
   const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=4", "-o", "two.out", "-e", "two.err",
                                   "--parastack=log-level=debug", solver_script(cluster, "srun", 100000, "spin", 6)});
   const auto err = cluster.jobs() / "two.err";
-  testing::await_models([&] { return read_file(err); },
-                        [&] {
-                          const auto state = cluster.job(id).state;
-                          return state.empty() || state == "PENDING" || state == "RUNNING";
-                        },
-                        40);
+  testing::await_models([&] { return read_file(err); }, [&] { return cluster.job_active(id); }, 40);
   EXPECT_NE(read_file(err).find("2 monitors on node1 node2"), std::string::npos) << read_file(err);
   std::ofstream(cluster.jobs() / "fire.spin").put('\n');
   const auto job = cluster.wait_ended(id, 600);

@@ -155,15 +155,20 @@ SlurmJob SlurmCluster::job(const std::string& id) const {
   return job;
 }
 
+namespace {
+// An empty state is a transient failure to ask (seen under load): the job counts as not ended.
+bool active_state(const std::string& state) {
+  return state.empty() || state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" || state == "COMPLETING";
+}
+}  // namespace
+
+bool SlurmCluster::job_active(const std::string& id) const { return active_state(job(id).state); }
+
 SlurmJob SlurmCluster::wait_ended(const std::string& id, int timeout_seconds) const {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
   while (true) {
     auto j = job(id);
-    // An empty state is a transient failure to ask (seen under load): ask again.
-    if (!j.state.empty() && j.state != "PENDING" && j.state != "RUNNING" && j.state != "CONFIGURING" &&
-        j.state != "COMPLETING") {
-      return j;
-    }
+    if (!active_state(j.state)) return j;
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error("job " + id + " still " + j.state + " after " + std::to_string(timeout_seconds) + " s");
     }

@@ -59,6 +59,8 @@ class SlurmCluster {
   // Waits until the job has ended; its final state and record.
   SlurmJob wait_ended(const std::string& id, int timeout_seconds) const;
   SlurmJob job(const std::string& id) const;
+  // Whether the job has not ended yet: pending, running, or not yet known to the controller.
+  bool job_active(const std::string& id) const;
   // The job's steps right now (squeue -s): "ID NAME" lines.
   std::string steps(const std::string& id) const;
   // What the job left behind: the user's processes, and the job's cgroups. Empty when clean.

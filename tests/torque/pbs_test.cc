@@ -392,12 +392,7 @@ TEST_F(PbsOverSlurm, AHangIsDeletedWithQdelReportedAndMailed) {
   ASSERT_EQ(submitted.status, 0) << submitted.err;
   const std::string id = first_line(submitted.out);
   const auto err = cluster().jobs() / ("hang.sh.e" + id);
-  testing::await_models([&] { return read_file(err); },
-                        [&] {
-                          const auto state = cluster().job(id).state;
-                          return state.empty() || state == "PENDING" || state == "RUNNING";
-                        },
-                        40);
+  testing::await_models([&] { return read_file(err); }, [&] { return cluster().job_active(id); }, 40);
   std::ofstream(trigger).put('\n');
   const auto job = cluster().wait_ended(id, 600);
   EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
@@ -503,12 +498,7 @@ TEST(PbsOverSlurmOnTwoNodes, OneMonitorPerNodeNamesTheFaultyRankOnTheSecondNode)
   ASSERT_EQ(submitted.status, 0) << submitted.err;
   const std::string id = first_line(submitted.out);
   const auto err = cluster.jobs() / ("two.sh.e" + id);
-  testing::await_models([&] { return read_file(err); },
-                        [&] {
-                          const auto state = cluster.job(id).state;
-                          return state.empty() || state == "PENDING" || state == "RUNNING";
-                        },
-                        40);
+  testing::await_models([&] { return read_file(err); }, [&] { return cluster.job_active(id); }, 40);
   EXPECT_NE(read_file(err).find("2 monitors on node1 node2"), std::string::npos) << read_file(err);
   std::ofstream(trigger).put('\n');
   const auto job = cluster.wait_ended(id, 600);
