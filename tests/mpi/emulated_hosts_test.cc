@@ -77,8 +77,9 @@ class AcrossTwoHosts : public ::testing::Test {
             std::vector<std::string>{"mpirun", "--hostfile", hosts_->hostfile(), "--map-by", "ppr:1:node", "-np", "2",
                                      "--mca", "btl", "tcp,self", PARASTACK_MONITOR_BIN} +
             options,
-        ChildOptions{testing::mpi_test_environment(), (dir_.path() / "monitors.out").string(),
-                     (dir_.path() / "monitors.err").string(), dir_.path().string()});
+        ChildOptions{testing::monitors_mpirun_environment(dir_.path() / "monitors-session"),
+                     (dir_.path() / "monitors.out").string(), (dir_.path() / "monitors.err").string(),
+                     dir_.path().string()});
   }
   // Every rank's ready file; if mpirun ends first, the test fails with mpirun's own words.
   void await_ranks(ChildProcess& app) {

@@ -86,8 +86,8 @@ class Monitors {
               argv.insert(argv.end(), options.begin(), options.end());
               return argv;
             }(),
-            ChildOptions{testing::mpi_test_environment(), (dir_.path() / "out").string(),
-                         (dir_.path() / "err").string(), dir_.path().string()}) {}
+            ChildOptions{testing::monitors_mpirun_environment(dir_.path() / "monitors-session"),
+                         (dir_.path() / "out").string(), (dir_.path() / "err").string(), dir_.path().string()}) {}
   std::string report_path() const { return (dir_.path() / "report.json").string(); }
   json report() const {
     std::ifstream in(report_path());

@@ -90,6 +90,12 @@ std::vector<std::string> mpi_test_environment() {
   return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_mpi_yield_when_idle=1"};
 }
 
+std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path& session_dir) {
+  auto environment = mpi_test_environment();
+  environment.push_back("OMPI_MCA_orte_top_session_dir=" + session_dir.string());
+  return environment;
+}
+
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment)
     : ChildProcess(argv, ChildOptions{extra_environment, {}, {}, {}}) {}
 

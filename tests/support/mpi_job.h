@@ -90,4 +90,9 @@ std::string read_file(const std::filesystem::path& path);
 // The environment every test job gets: run as root, yield when idle (ranks outnumber cores).
 std::vector<std::string> mpi_test_environment();
 
+// The environment of an mpirun of parastack-monitor started beside the job's own mpirun, as
+// docs/user-guide.md says: a session directory of its own (SESSION_DIR, which Open MPI creates and
+// removes), or Open MPI 4's start-up clean-up can make either mpirun fail.
+std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path& session_dir);
+
 }  // namespace parastack::testing

@@ -227,6 +227,27 @@ TEST_F(PbsTorqueStandIn, AHangIsReportedMailedAndTheJobDeletedThroughQdel) {
       << mailbox().substr(mail_before_);
 }
 
+// Open MPI 4's mpirun empties its user's session directory on the node as it starts, so the job's
+// first mpirun, starting with the monitors' mpirun, failed now and then ("session_dir.c at line
+// 107", once in CI): the monitors' mpirun keeps a session directory of its own. The script waits
+// for the monitors to be up, then looks at the job's TMPDIR before its own mpirun runs.
+TEST_F(PbsTorqueStandIn, TheMonitorsMpirunKeepsOutOfTheJobsOpenMpiSessionDirectory) {
+  script("apart.sh",
+         "#!/bin/bash\n#PBS -l nodes=1:ppn=4\n"
+         "for i in $(seq 1200); do pgrep -x -u $(id -u) parastack-monit > /dev/null && break; sleep 0.1; done\n"
+         "for i in $(seq 1200); do ls -d $TMPDIR/*/ > /dev/null 2>&1 && break; sleep 0.1; done\n"
+         "ls -A $TMPDIR | sed -E 's/[0-9]+/N/g'\n" +
+             solver_body(bin(), 2, "", ""));
+  const std::string id = submit({"apart.sh"});
+  EXPECT_EQ(wait_ended(id), 7);
+  const std::string number = id.substr(0, id.find('.'));
+  const std::string out = read_file(jobs() / ("apart.sh.o" + number));
+  EXPECT_EQ(out.substr(0, out.find("PBS_")), "parastack-monitors.N.N\n")
+      << "the monitors' Open MPI session directory, and nothing in the job's own (ompi.HOST.UID)";
+  EXPECT_NE(out.find("solver-status=0"), std::string::npos) << out;
+  EXPECT_EQ(read_file(jobs() / ("apart.sh.e" + number)), "");
+}
+
 // On the nodes other than the first, the ranks of a Torque job are started by orted, which
 // Debian's Open MPI (built without Torque's TM launcher) starts through ssh: they carry no
 // PBS_JOBID. Here the ranks are started without it on one node (env -u), and the job's monitor

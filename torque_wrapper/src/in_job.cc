@@ -166,6 +166,14 @@ void start_monitors(const std::vector<std::string>& argv, int script_fd) {
     // A PBS front end over Slurm: mpirun starts its daemons with srun, which must share the job's
     // CPUs with the user's own steps rather than take some of them away.
     if (!environment("SLURM_JOB_ID").empty()) ::setenv("OMPI_MCA_plm_slurm_args", "--overlap", 1);
+    // Open MPI 4's mpirun empties its user's session directory on the node as it starts (ompi.HOST.UID,
+    // removed once empty), so of two mpiruns that start together one can remove the directory the other
+    // is creating, and that one fails ("A call to mkdir was unable to create the desired directory ...
+    // session_dir.c at line 107"). The script's first mpirun starts with the monitors': theirs gets a
+    // session directory of its own, so it can never make the job's mpirun fail.
+    const std::string tmp = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
+    ::setenv("OMPI_MCA_orte_top_session_dir",
+             (tmp + "/parastack-monitors." + std::to_string(::getuid()) + "." + std::to_string(::getpid())).c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -434,6 +435,18 @@ int monitor_main(int argc, char** argv) {
   // the same line in the log, not silently.
   ::signal(SIGTERM, request_stop);
   ::signal(SIGINT, request_stop);
+  // Open MPI 4 removes its user's session directory on the node (ompi.HOST.UID) once it is empty: when
+  // this monitor leaves it empty at the moment the job's next mpirun is creating its own directory in
+  // it, that mpirun fails. Started by mpirun, the monitors have their mpirun's directory (which
+  // pbs_parastack keeps apart, and docs/user-guide.md says how); started by srun, one of their own.
+  if (!std::getenv("OMPI_MCA_orte_top_session_dir")) {
+    const char* tmp = std::getenv("TMPDIR");
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    const std::string top = std::string(tmp && *tmp ? tmp : "/tmp") + "/parastack-monitor." + host + "." +
+                            std::to_string(::getuid()) + "." + std::to_string(::getpid());
+    ::setenv("OMPI_MCA_orte_top_session_dir", top.c_str(), 1);
+  }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int self = 0, size = 1;
