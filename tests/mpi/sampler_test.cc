@@ -231,9 +231,11 @@ TEST(Sampler, FunneledRankIsJudgedByItsMainThread) {
 
 TEST(Discovery, TwoMpiProgramsInOneJobAreTwoInstances) {
   const std::string job_id = "pstest" + std::to_string(::getpid());
+  // One after the other: two mpiruns starting together can make one fail (Open MPI 4's session
+  // directory clean-up, docs/user-guide.md), and the test is about discovery.
   MpiJob first(3, test_program("ps_target"), {"barrier", "compute"}, {"SLURM_JOB_ID=" + job_id});
-  MpiJob second(2, test_program("ps_target"), {"allreduce", "compute"}, {"SLURM_JOB_ID=" + job_id});
   const auto a = first.wait_ready();
+  MpiJob second(2, test_program("ps_target"), {"allreduce", "compute"}, {"SLURM_JOB_ID=" + job_id});
   const auto b = second.wait_ready();
   const auto found = sampler::discover_ranks({sampler::JobSelector::Kind::Slurm, {}, job_id});
   ASSERT_EQ(found.ranks.size(), 5u);
@@ -257,8 +259,8 @@ TEST(Discovery, TwoMpiProgramsInOneJobAreTwoInstances) {
 // under the launcher, and the ranks that carry it are found without any process ancestry.
 TEST(Discovery, RanksAreFoundByTheirLaunchWithoutSeeingTheLauncher) {
   MpiJob job(3, test_program("ps_target"), {"barrier", "compute"});
+  const auto ranks = job.wait_ready();  // before the other starts: see TwoMpiProgramsInOneJobAreTwoInstances
   MpiJob other(2, test_program("ps_target"), {"barrier", "compute"});
-  const auto ranks = job.wait_ready();
   other.wait_ready();
   const auto launches = sampler::open_mpi_launches(os::Pid{job.launcher_pid()});
   ASSERT_EQ(launches.size(), 1u);
