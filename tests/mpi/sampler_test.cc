@@ -625,6 +625,61 @@ TEST(SampledPath, HungRanksKeepOnePath) {
   }
 }
 
+// The demo's bug: heat's rank 1 spins in refine_boundary, which calls libm's fmax through the
+// executable's PLT. A sample finds it in the PLT stub now and then (~6% here); that stub is on the
+// way into the runtime, not a place of the rank's own, so it must not give the rank another path:
+// it did, and each such sample broke the stasis evidence of the demo's hang.
+// The rank found outside MPI in 20 samples in a row (0 if none within a minute).
+pid_t rank_of_heat_bug(StackSampler& sampler, const std::vector<pid_t>& ranks) {
+  std::map<pid_t, int> in_a_row;
+  for (const auto deadline = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < deadline;) {
+    for (const pid_t pid : ranks) {
+      in_a_row[pid] = sampler.sample(os::Pid{pid}).state == RankState::OutMpi ? in_a_row[pid] + 1 : 0;
+      if (in_a_row[pid] >= 20) return pid;
+    }
+    std::this_thread::sleep_for(10ms);  // pacing between samples, not synchronisation
+  }
+  return 0;
+}
+
+TEST(SampledPath, ASpinCallingALibraryThroughThePltKeepsOnePath) {
+  testing::ChildProcess job(
+      {"mpirun", "--oversubscribe", "-np", "2", test_program("heat"), "600", "--bug-rank", "1", "--bug-after", "0"},
+      testing::mpi_test_environment());
+  std::vector<pid_t> ranks;
+  for (const auto deadline = std::chrono::steady_clock::now() + 60s;
+       ranks.size() < 2 && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+    ranks.clear();
+    for (pid_t pid : job.descendants()) {
+      if (testing::read_file("/proc/" + std::to_string(pid) + "/comm") == "heat\n") ranks.push_back(pid);
+    }
+  }
+  ASSERT_EQ(ranks.size(), 2u);
+  StackSampler sampler;
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  // The spinning rank: once the bug has struck (at its first step), it is outside MPI for good.
+  const pid_t spinning = rank_of_heat_bug(sampler, ranks);
+  ASSERT_NE(spinning, 0) << "no rank stayed outside MPI";
+  std::map<std::uint64_t, int> paths;
+  int in_stub = 0;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000 && (in_stub < 3 || i < 200); ++i) {
+    // A random pause of up to 1 ms, so that samples do not beat with the loop.
+    std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 1000)(rng)));
+    const auto s = sampler.sample(os::Pid{spinning}, with_frames);
+    ASSERT_EQ(s.state, RankState::OutMpi) << s.describe();
+    ++paths[s.path];
+    // The innermost frame in the executable but in no function: the PLT stub.
+    if (!s.frames.empty() && s.frames[0].function.empty() && s.frames[0].module.ends_with("heat")) ++in_stub;
+  }
+  EXPECT_GE(in_stub, 1) << "the samples never found the rank in the PLT stub: the test proves nothing";
+  std::string seen;
+  for (const auto& [path, count] : paths) seen += " " + std::to_string(count);
+  EXPECT_EQ(paths.size(), 1u) << "samples per path:" << seen << " (" << in_stub << " in the PLT stub)";
+  EXPECT_FALSE(paths.contains(0));
+}
+
 // A healthy solver computing 2-4 ms per iteration, short enough that 50 samples see every rank
 // both computing and exchanging.
 class HealthySolverPaths : public ::testing::TestWithParam<const char*> {};

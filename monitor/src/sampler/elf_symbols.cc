@@ -115,6 +115,20 @@ std::shared_ptr<const ElfSymbols> ElfSymbols::parse(std::span<const unsigned cha
   if (!sections) return symbols;
   bool have_symtab = false;
   for (int i = 0; i < header->e_shnum; ++i) have_symtab |= sections[i].sh_type == SHT_SYMTAB;
+  if (header->e_shstrndx < header->e_shnum) {
+    const Elf64_Shdr& strings = sections[header->e_shstrndx];
+    if (const auto* names = file.at<char>(strings.sh_offset, strings.sh_size)) {
+      for (int i = 0; i < header->e_shnum; ++i) {
+        const Elf64_Shdr& section = sections[i];
+        if (section.sh_name >= strings.sh_size || !(section.sh_flags & SHF_EXECINSTR)) continue;
+        const std::string_view name(names + section.sh_name,
+                                    strnlen(names + section.sh_name, strings.sh_size - section.sh_name));
+        if (name == ".plt" || name == ".plt.sec" || name == ".plt.got" || name == ".iplt") {
+          symbols->plt_.emplace_back(section.sh_addr, section.sh_addr + section.sh_size);
+        }
+      }
+    }
+  }
   for (int i = 0; i < header->e_shnum; ++i) {
     const Elf64_Shdr& section = sections[i];
     const bool dynamic = section.sh_type == SHT_DYNSYM;
@@ -174,6 +188,11 @@ std::optional<std::uint64_t> ElfSymbols::function_start_at(std::uint64_t vaddr) 
   if (it == unwind_starts_.begin()) return std::nullopt;
   if (it == unwind_starts_.end() && vaddr - unwind_starts_.back() >= kLastEntryReach) return std::nullopt;
   return *std::prev(it);
+}
+
+bool ElfSymbols::in_plt(std::uint64_t vaddr) const {
+  return std::any_of(plt_.begin(), plt_.end(),
+                     [&](const auto& range) { return range.first <= vaddr && vaddr < range.second; });
 }
 
 bool ElfSymbols::defines(std::string_view name) const { return address_of(name).has_value(); }

@@ -35,6 +35,9 @@ class ElfSymbols {
   // Where that function starts (file-relative): its identity, found without copying a name. In a
   // stripped file, where its unwind table entry (.eh_frame_hdr) starts.
   std::optional<std::uint64_t> function_start_at(std::uint64_t vaddr) const;
+  // Whether the file-relative virtual address lies in a PLT stub (.plt, .plt.sec, .plt.got): the
+  // jump a call to another library's function goes through, no function of the file's own.
+  bool in_plt(std::uint64_t vaddr) const;
   // Whether the file defines (not merely imports) this dynamic symbol.
   bool defines(std::string_view name) const;
   // File-relative virtual address of a defined symbol.
@@ -61,8 +64,9 @@ class ElfSymbols {
   std::vector<std::pair<std::string, std::uint64_t>> defined_;  // sorted by name
   std::vector<Segment> loads_;
   std::optional<UnwindTable> unwind_table_;
-  std::vector<std::uint64_t> unwind_starts_;  // sorted, from .eh_frame_hdr
-  bool fixed_address_ = false;                // ET_EXEC: addresses are absolute
+  std::vector<std::uint64_t> unwind_starts_;                  // sorted, from .eh_frame_hdr
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> plt_;  // [start, end) of the PLT sections
+  bool fixed_address_ = false;                                // ET_EXEC: addresses are absolute
 };
 
 }  // namespace parastack::sampler

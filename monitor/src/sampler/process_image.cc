@@ -178,7 +178,7 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   return name && is_mpi_name(*name);
 }
 
-bool ProcessImage::in_c_runtime(std::uint64_t address) const {
+bool ProcessImage::in_c_runtime(std::uint64_t address) {
   if (vdso_.contains(address)) return true;  // the kernel's part of libc's clock_gettime and friends
   const os::Mapping* m = mapping_at(address);
   if (!m) return false;
@@ -188,7 +188,8 @@ bool ProcessImage::in_c_runtime(std::uint64_t address) const {
        {"libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt", "libgcc_s", "ld-linux"}) {
     if (name.starts_with(runtime)) return true;
   }
-  return false;
+  const auto symbols = symbols_of(m->path);
+  return symbols && symbols->in_plt(symbols->to_vaddr(address, m->start, m->offset));
 }
 
 }  // namespace parastack::sampler
