@@ -35,7 +35,7 @@ class ElfSymbols {
   // Where that function starts (file-relative): its identity, found without copying a name. In a
   // stripped file, where its unwind table entry (.eh_frame_hdr) starts.
   std::optional<std::uint64_t> function_start_at(std::uint64_t vaddr) const;
-  // Whether the file-relative virtual address lies in a PLT stub (.plt, .plt.sec, .plt.got): the
+  // Whether the file-relative virtual address lies in a PLT stub (.plt, .plt.sec, .plt.got, .iplt): the
   // jump a call to another library's function goes through, no function of the file's own.
   bool in_plt(std::uint64_t vaddr) const;
   // Whether the file defines (not merely imports) this dynamic symbol.
