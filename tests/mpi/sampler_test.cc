@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -629,45 +630,32 @@ TEST(SampledPath, HungRanksKeepOnePath) {
 // executable's PLT. A sample finds it in the PLT stub now and then (~6% here); that stub is on the
 // way into the runtime, not a place of the rank's own, so it must not give the rank another path:
 // it did, and each such sample broke the stasis evidence of the demo's hang.
-// The rank found outside MPI in 20 samples in a row (0 if none within a minute).
-pid_t rank_of_heat_bug(StackSampler& sampler, const std::vector<pid_t>& ranks) {
-  std::map<pid_t, int> in_a_row;
-  for (const auto deadline = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < deadline;) {
-    for (const pid_t pid : ranks) {
-      in_a_row[pid] = sampler.sample(os::Pid{pid}).state == RankState::OutMpi ? in_a_row[pid] + 1 : 0;
-      if (in_a_row[pid] >= 20) return pid;
-    }
-    std::this_thread::sleep_for(10ms);  // pacing between samples, not synchronisation
-  }
-  return 0;
-}
-
 TEST(SampledPath, ASpinCallingALibraryThroughThePltKeepsOnePath) {
   testing::ChildProcess job(
       {"mpirun", "--oversubscribe", "-np", "2", test_program("heat"), "600", "--bug-rank", "1", "--bug-after", "0"},
       testing::mpi_test_environment());
-  std::vector<pid_t> ranks;
+  // heat writes no ready files: its ranks are found as parastack finds them.
+  std::optional<os::Pid> spinning;
   for (const auto deadline = std::chrono::steady_clock::now() + 60s;
-       ranks.size() < 2 && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
-    ranks.clear();
-    for (pid_t pid : job.descendants()) {
-      if (testing::read_file("/proc/" + std::to_string(pid) + "/comm") == "heat\n") ranks.push_back(pid);
+       !spinning && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+    for (const auto& r :
+         sampler::discover_ranks({sampler::JobSelector::Kind::Launcher, os::Pid{job.pid()}, {}}).ranks) {
+      if (r.rank == 1) spinning = r.pid;
     }
   }
-  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_TRUE(spinning) << "heat's rank 1 was not found";
   StackSampler sampler;
   SampleOptions with_frames;
   with_frames.frames = true;
-  // The spinning rank: once the bug has struck (at its first step), it is outside MPI for good.
-  const pid_t spinning = rank_of_heat_bug(sampler, ranks);
-  ASSERT_NE(spinning, 0) << "no rank stayed outside MPI";
+  // The bug strikes at rank 1's first step; from then on it is outside MPI for good.
+  ASSERT_EQ(settle_path(sampler, *spinning, RankState::OutMpi).state, RankState::OutMpi);
   std::map<std::uint64_t, int> paths;
   int in_stub = 0;
   std::mt19937 rng(3);
   for (int i = 0; i < 5000 && (in_stub < 3 || i < 200); ++i) {
     // A random pause of up to 1 ms, so that samples do not beat with the loop.
     std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 1000)(rng)));
-    const auto s = sampler.sample(os::Pid{spinning}, with_frames);
+    const auto s = sampler.sample(*spinning, with_frames);
     ASSERT_EQ(s.state, RankState::OutMpi) << s.describe();
     ++paths[s.path];
     // The innermost frame in the executable but in no function: the PLT stub.

@@ -77,6 +77,12 @@ std::string environment(const char* name) {
   return value ? value : "";
 }
 
+// The job's temporary directory (Torque gives each job its own), else /tmp.
+std::string job_tmpdir() {
+  const std::string tmp = environment("TMPDIR");
+  return tmp.empty() ? "/tmp" : tmp;
+}
+
 // The allocation's hosts, each once, in the node file's order: Torque's $PBS_NODEFILE (a host per
 // slot), else the Slurm allocation under a PBS-syntax front end (slurm-wlm-torque sets no node file).
 std::vector<std::string> allocation_hosts() {
@@ -171,9 +177,10 @@ void start_monitors(const std::vector<std::string>& argv, int script_fd) {
     // is creating, and that one fails ("A call to mkdir was unable to create the desired directory ...
     // session_dir.c at line 107"). The script's first mpirun starts with the monitors': theirs gets a
     // session directory of its own, so it can never make the job's mpirun fail.
-    const std::string tmp = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
-    ::setenv("OMPI_MCA_orte_top_session_dir",
-             (tmp + "/parastack-monitors." + std::to_string(::getuid()) + "." + std::to_string(::getpid())).c_str(), 1);
+    ::setenv(
+        "OMPI_MCA_orte_top_session_dir",
+        (job_tmpdir() + "/parastack-monitors." + std::to_string(::getuid()) + "." + std::to_string(::getpid())).c_str(),
+        1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -193,8 +200,7 @@ int script_file(const std::string& text) {
   int fd = ::memfd_create("pbs_parastack-job-script", 0);
   if (fd < 0) {
     // An old kernel: an unnamed file in the job's temporary directory instead.
-    const std::string dir = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
-    fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR, 0700);
+    fd = ::open(job_tmpdir().c_str(), O_TMPFILE | O_RDWR, 0700);
   }
   if (fd < 0) return -1;
   std::size_t written = 0;
@@ -220,8 +226,7 @@ bool is_csh(const std::string& shell) {
 // the shell has it open (or has ended, or after a minute). Returns the file's path, or "" (the
 // caller then tries /dev/fd/N and csh says what is wrong).
 std::string script_path_for_csh(const std::string& text) {
-  const std::string tmp = environment("TMPDIR").empty() ? "/tmp" : environment("TMPDIR");
-  std::string dir = tmp + "/pbs_parastack-XXXXXX";
+  std::string dir = job_tmpdir() + "/pbs_parastack-XXXXXX";
   if (!::mkdtemp(dir.data())) return {};
   const std::string path = dir + "/job-script";
   {
