@@ -1,0 +1,109 @@
+#include "parastack/diagnosis/stack_order.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <tuple>
+
+namespace parastack::diagnosis {
+namespace {
+
+std::string where_of(const std::vector<std::string>& path) {
+  std::string text;
+  const std::size_t from = path.size() > 3 ? path.size() - 3 : 0;
+  if (from > 0) text = "... > ";
+  for (std::size_t i = from; i < path.size(); ++i) text += (i > from ? " > " : "") + (path[i].empty() ? "??" : path[i]);
+  return text;
+}
+
+std::string site_words(const StackGroup& g, std::size_t depth) {
+  char offset[32];
+  std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(g.call_sites[depth]));
+  return (g.path[depth].empty() ? "??" : g.path[depth]) + offset;
+}
+
+// Where two groups' paths part: the first frame whose function or call site differs. The order
+// holds when both are the same function with two known call sites (the MPI frame, the last,
+// carries no call site). Returns the depth and whether a comes first.
+std::optional<std::pair<std::size_t, bool>> code_order(const StackGroup& a, const StackGroup& b) {
+  const std::size_t n = std::min(a.path.size(), b.path.size());
+  for (std::size_t d = 0; d < n; ++d) {
+    if (a.path[d] != b.path[d]) return std::nullopt;  // parted in an indirect call: no order
+    if (a.call_sites[d] == b.call_sites[d]) continue;
+    if (a.call_sites[d] == 0 || b.call_sites[d] == 0 || a.path[d].empty()) return std::nullopt;
+    return std::pair{d, a.call_sites[d] < b.call_sites[d]};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StackOrder order_by_stacks(std::span<const RankStack> ranks) {
+  StackOrder order;
+  std::map<std::tuple<bool, std::vector<std::string>, std::vector<std::uint64_t>>, std::size_t> index;
+  for (const auto& r : ranks) {
+    std::vector<std::uint64_t> sites = r.call_sites;
+    sites.resize(r.path.size(), 0);
+    if (r.in_mpi && !sites.empty()) sites.back() = 0;  // where inside MPI is how it waits, not where
+    auto key = std::tuple{r.in_mpi, r.path, sites};
+    auto [it, added] = index.try_emplace(key, order.groups.size());
+    if (added) order.groups.push_back({{}, r.in_mpi, r.path, sites, where_of(r.path)});
+    order.groups[it->second].ranks.insert(r.rank);
+  }
+  std::sort(order.groups.begin(), order.groups.end(), [](const StackGroup& a, const StackGroup& b) {
+    if (a.ranks.size() != b.ranks.size()) return a.ranks.size() > b.ranks.size();
+    return a.ranks.to_vector().front() < b.ranks.to_vector().front();
+  });
+  const auto& groups = order.groups;
+  if (groups.size() < 2) {
+    order.why = groups.empty() ? "no stacks" : "every rank waits at the same place; the stacks cannot tell who is behind";
+    return order;
+  }
+
+  // Outside MPI while the others wait in it: everyone waits on them.
+  std::vector<std::size_t> outside;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (!groups[g].in_mpi) outside.push_back(g);
+  }
+  if (!outside.empty() && outside.size() < groups.size()) {
+    order.least_progressed = outside;
+    RankSet out;
+    for (auto g : outside) out |= groups[g].ranks;
+    order.why = "rank(s) " + out.to_ranges() + " are outside MPI while the others wait in it";
+    return order;
+  }
+
+  // Code order between pairs of groups parting at two call sites of one function.
+  std::vector<bool> after_another(groups.size(), false), ordered(groups.size(), false);
+  std::string reasons;
+  for (std::size_t a = 0; a < groups.size(); ++a) {
+    for (std::size_t b = a + 1; b < groups.size(); ++b) {
+      const auto o = code_order(groups[a], groups[b]);
+      if (!o) continue;
+      const auto [depth, a_first] = *o;
+      const std::size_t first = a_first ? a : b, second = a_first ? b : a;
+      after_another[second] = true;
+      ordered[first] = ordered[second] = true;
+      if (reasons.size() < 600) {
+        reasons += (reasons.empty() ? "" : "; ") + std::string("rank(s) ") + groups[first].ranks.to_ranges() +
+                   " wait at " + site_words(groups[first], depth) + ", before rank(s) " +
+                   groups[second].ranks.to_ranges() + " at " + site_words(groups[second], depth);
+      }
+    }
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (ordered[g] && !after_another[g]) order.least_progressed.push_back(g);
+  }
+  if (order.least_progressed.empty()) {
+    order.why = "the ranks wait at " + std::to_string(groups.size()) +
+                " places the stacks cannot order (different functions, or an indirect call)";
+    return order;
+  }
+  order.why = "in code order " + reasons +
+              " (unless a loop has taken the later ranks past the earlier call site again, which a stack "
+              "cannot show)";
+  return order;
+}
+
+}  // namespace parastack::diagnosis

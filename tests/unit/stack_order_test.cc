@@ -1,0 +1,66 @@
+#include "parastack/diagnosis/stack_order.h"
+
+#include <gtest/gtest.h>
+
+namespace parastack::diagnosis {
+namespace {
+
+RankStack at(Rank rank, std::vector<std::string> path, std::vector<std::uint64_t> sites, bool in_mpi = true) {
+  return {rank, in_mpi, std::move(path), std::move(sites)};
+}
+
+TEST(StackOrder, RanksOutsideMpiWhileTheOthersWaitAreTheSuspects) {
+  std::vector<RankStack> ranks{at(0, {"main", "MPI_Allreduce"}, {0x80, 0}), at(1, {"main", "MPI_Allreduce"}, {0x80, 0}),
+                               at(2, {"main", "compute"}, {0x40, 0x12}, false)};
+  const auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.groups.size(), 2u);
+  ASSERT_EQ(o.least_progressed.size(), 1u);
+  EXPECT_EQ(o.groups[o.least_progressed[0]].ranks.to_ranges(), "2");
+  EXPECT_NE(o.why.find("outside MPI"), std::string::npos) << o.why;
+}
+
+TEST(StackOrder, TheGroupAtTheEarlierCallSiteOfOneFunctionIsBehind) {
+  // Rank 3 waits in a receive main calls at +0x40; the others in an allreduce at +0x80.
+  std::vector<RankStack> ranks;
+  for (Rank r : {0u, 1u, 2u}) ranks.push_back(at(r, {"main", "step", "MPI_Allreduce"}, {0x10, 0x80, 0x5}));
+  ranks.push_back(at(3, {"main", "step", "MPI_Recv"}, {0x10, 0x40, 0x9}));
+  const auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.groups.size(), 2u);
+  EXPECT_EQ(o.groups[0].ranks.to_ranges(), "0-2");  // largest first
+  ASSERT_EQ(o.least_progressed.size(), 1u);
+  EXPECT_EQ(o.groups[o.least_progressed[0]].ranks.to_ranges(), "3");
+  EXPECT_NE(o.why.find("step+0x40, before rank(s) 0-2 at step+0x80"), std::string::npos) << o.why;
+  EXPECT_NE(o.why.find("loop"), std::string::npos) << "the caveat must be stated";
+}
+
+TEST(StackOrder, WhereInsideMpiARankWaitsDoesNotSplitAGroup) {
+  std::vector<RankStack> ranks{at(0, {"main", "MPI_Barrier"}, {0x20, 0x111}), at(1, {"main", "MPI_Barrier"}, {0x20, 0x222})};
+  const auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.groups.size(), 1u);
+  EXPECT_TRUE(o.least_progressed.empty());
+  EXPECT_NE(o.why.find("same place"), std::string::npos) << o.why;
+}
+
+TEST(StackOrder, PathsPartingInDifferentFunctionsOrUnknownSitesCannotBeOrdered) {
+  std::vector<RankStack> ranks{at(0, {"main", "a", "MPI_Recv"}, {0x10, 0x4, 0}), at(1, {"main", "b", "MPI_Recv"}, {0x10, 0x4, 0}),
+                               at(2, {"main", "MPI_Barrier"}, {0, 0})};
+  const auto o = order_by_stacks(ranks);
+  EXPECT_EQ(o.groups.size(), 3u);
+  EXPECT_TRUE(o.least_progressed.empty());
+  EXPECT_NE(o.why.find("cannot order"), std::string::npos) << o.why;
+}
+
+TEST(StackOrder, SeveralEarliestGroupsAreAllNamed) {
+  // main calls f (rank 0) and g (rank 1) through one call site (a function pointer): no order
+  // between them, both before +0x90.
+  std::vector<RankStack> ranks{at(0, {"main", "f", "MPI_Recv"}, {0x10, 0x10, 0}), at(1, {"main", "g", "MPI_Send"}, {0x10, 0x10, 0}),
+                               at(2, {"main", "MPI_Barrier"}, {0x90, 0}), at(3, {"main", "MPI_Barrier"}, {0x90, 0})};
+  const auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.least_progressed.size(), 2u);
+  RankSet named;
+  for (auto g : o.least_progressed) named |= o.groups[g].ranks;
+  EXPECT_EQ(named.to_ranges(), "0-1");
+}
+
+}  // namespace
+}  // namespace parastack::diagnosis
