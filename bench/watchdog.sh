@@ -131,33 +131,8 @@ read -r -a parastack_options <<<"$PARASTACK_OPTIONS"
 work=$(mktemp -d /tmp/parastack-bench.XXXXXX)
 tag=parastack-bench-$$-$SEED
 
-# The processes of run ID (every run without an ID): those whose environment carries its tag. The
-# script itself does not carry it, so it never finds itself.
-started_pids() {
-  local pattern="PARASTACK_BENCH_TAG=$tag\.${1:-.*}" environ pid
-  for environ in /proc/[0-9]*/environ; do
-    pid=${environ#/proc/}
-    pid=${pid%/environ}
-    grep -qzx -- "$pattern" "$environ" 2>/dev/null && echo "$pid"
-  done
-  return 0
-}
-kill_started() {
-  local round pids
-  for round in 1 2 3 4 5; do
-    pids=$(started_pids "$@")
-    [ -z "$pids" ] && return 0
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
-    sleep 0.2
-  done
-}
-cleanup() {
-  kill_started
-  if [ "$KEEP" = 1 ]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+# shellcheck source=bench/tagged_processes.sh
+source bench/tagged_processes.sh  # (the script runs from the top of the tree)
 
 # A uniform random number in "LO-HI" (one decimal), or the number itself.
 pick_time() {

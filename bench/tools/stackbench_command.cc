@@ -117,7 +117,8 @@ int run_stackbench(const StackbenchOptions& options) {
   }
   if (!options.print.empty() && !results.empty()) {
     const auto& tree = results.back().tree;
-    const diagnosis::RenderOptions render{.max_range_chars = 60, .title = stackbench::describe(results.back().config)};
+    diagnosis::RenderOptions render;
+    render.title = stackbench::describe(results.back().config);
     std::printf("\n%s", options.print == "dot"    ? diagnosis::to_dot(tree, render).c_str()
                         : options.print == "json" ? (diagnosis::to_json(tree) + "\n").c_str()
                                                   : diagnosis::to_text(tree, render).c_str());

@@ -115,8 +115,17 @@ std::string to_dot(const PrefixTree& tree, const RenderOptions& options) {
   for (NodeId id = 1; id < tree.node_count(); ++id) {
     const auto& node = tree.node(id);
     const char* colour = colour_of(node.ranks);
-    out += "  n" + std::to_string(id) + " [label=\"" + dot_escape(node.name) + "\", fillcolor=\"" + colour + "\"" +
-           (node.mpi ? ", peripheries=2" : "") + "];\n";
+    RankSet marked;
+    node.terminal_ranks().for_each([&](Rank r) {
+      if (options.highlight.contains(r)) marked.insert(r);
+    });
+    std::string name = dot_escape(node.name);
+    if (!marked.empty()) {
+      name += "\\n" +
+              dot_escape(options.highlight_label + ": " + shorten_ranges(marked.to_ranges(), options.max_range_chars));
+    }
+    out += "  n" + std::to_string(id) + " [label=\"" + name + "\", fillcolor=\"" + colour + "\"" +
+           (node.mpi ? ", peripheries=2" : "") + (marked.empty() ? "" : ", color=\"#d00000\", penwidth=3") + "];\n";
     std::string label = std::to_string(node.ranks.size()) + ":[" +
                         shorten_ranges(node.ranks.to_ranges(), options.max_range_chars) + "]";
     if (timed) label += "\\n" + std::to_string(node.samples) + " samples";

@@ -186,6 +186,87 @@ INSTANTIATE_TEST_SUITE_P(Faults, InjectedHang,
                                            HangCase{"hybrid_threads", "hybrid", "spin", "computation"}),
                          [](const auto& test) { return std::string(test.param.name); });
 
+// Who started a hang (docs/diagnosis.md, "Who is behind"): tests/programs/ps_progress with one
+// fault of each kind on rank 5 of 8, under --mpi-progress. The progress library's wait-for graph
+// names exactly the faulty rank (both ranks of a deadlocked pair), and the report's DOT marks it.
+struct BehindCase {
+  const char* name;
+  const char* kind;
+  std::vector<int> least_progressed;
+  const char* hang_type;
+};
+
+class LeastProgressed : public ::testing::TestWithParam<BehindCase> {};
+
+TEST_P(LeastProgressed, TheProgressLibraryNamesTheRankThatStartedIt) {
+  const auto& c = GetParam();
+  WatchedRun run(
+      {"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB},
+      mpirun(8, {test_program("ps_progress"), "--fault", c.kind, "--fault-rank", "5", "--fault-after", "5"}));
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  ASSERT_TRUE(run.fault_time(5).has_value()) << "the fault never fired";
+  EXPECT_EQ(report["hang_type"], c.hang_type);
+  const auto& behind = report["least_progressed"];
+  const std::string text = read_file(run.dir() / "report.txt");
+  EXPECT_EQ(behind["source"], "mpi-progress") << text;
+  EXPECT_EQ(behind["pages_read"], 8) << text;
+  EXPECT_EQ(behind["ranks"], json(c.least_progressed)) << text;
+  EXPECT_NE(text.find("who is behind (least-progressed ranks): rank"), std::string::npos) << text;
+  // Every waiting rank's chain ends at a named rank.
+  const auto& chain = behind["mpi_progress"]["chain"];
+  ASSERT_FALSE(chain.empty()) << text;
+  EXPECT_NE(std::find(c.least_progressed.begin(), c.least_progressed.end(), chain.back()["to"].get<int>()),
+            c.least_progressed.end())
+      << chain.dump();
+  if (std::string(c.kind) == "deadlock-pair") {
+    EXPECT_EQ(behind["mpi_progress"]["deadlocks"], json::array({json::array({5, 6})})) << text;
+  }
+  // Each rank says what it waits for; the DOT marks the named ranks.
+  for (const auto& r : report["ranks"]) EXPECT_TRUE(r.contains("waits_for")) << r.dump();
+  EXPECT_NE(read_file(run.dir() / "report.dot").find("least progressed: 5"), std::string::npos);
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, LeastProgressed,
+                         ::testing::Values(BehindCase{"skipped_collective", "skip-collective", {5}, "communication"},
+                                           BehindCase{"deadlocked_pair", "deadlock-pair", {5, 6}, "communication"},
+                                           BehindCase{"wrong_tag", "wrong-tag", {5}, "communication"},
+                                           BehindCase{"computing", "compute", {5}, "computation"}),
+                         [](const auto& test) { return std::string(test.param.name); });
+
+// Without the library the stacks still order the ranks where code order says so: the rank that
+// skipped an MPI_Allreduce waits at an earlier call site of main than everyone else.
+TEST(Run, WithoutTheProgressLibraryTheStacksNameARankThatSkippedACollective) {
+  WatchedRun run({}, mpirun(8, {test_program("ps_progress"), "--fault", "skip-collective", "--fault-rank", "3",
+                                "--fault-after", "5"}));
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  const auto& behind = report["least_progressed"];
+  const std::string text = read_file(run.dir() / "report.txt");
+  EXPECT_EQ(behind["mpi_progress"], nullptr);
+  EXPECT_EQ(behind["pages_read"], 0);
+  EXPECT_NE(behind["no_pages_why"].get<std::string>().find("no progress library"), std::string::npos) << text;
+  EXPECT_EQ(behind["source"], "stacks") << text;
+  EXPECT_EQ(behind["ranks"], json::array({3})) << text;
+  EXPECT_NE(text.find("--mpi-progress names the least-progressed ranks"), std::string::npos) << text;
+}
+
+TEST(Run, AMissingProgressLibraryIsAClearErrorAndNothingIsStarted) {
+  TempDir scratch;
+  const auto marker = scratch.path() / "started";
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", "/nonexistent/libparastack-progress.so"},
+                 {"sh", "-c", "touch " + marker.string()});
+  EXPECT_EQ(run.wait(60s), 2) << run.log();
+  EXPECT_NE(run.log().find("--mpi-progress: cannot read the progress library /nonexistent/libparastack-progress.so"),
+            std::string::npos)
+      << run.log();
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the job was started";
+}
+
 class HealthyRun : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {

@@ -48,9 +48,10 @@ Names documented(const std::string& doc, const std::string& marker) {
   return names;
 }
 
-// The names inside the braces of a documented object ("`{observations, since, ...}`").
-Names documented_braces(const std::string& doc, const std::string& field) {
-  const auto at = doc.find("| `" + field + "` |", doc.find("## Hang report"));
+// The names inside the braces of a documented object ("`{observations, since, ...}`"), in the
+// first row for `field` after `after`.
+Names documented_braces(const std::string& doc, const std::string& field, const std::string& after = "## Hang report") {
+  const auto at = doc.find("| `" + field + "` |", doc.find(after, doc.find("## Hang report")));
   EXPECT_NE(at, std::string::npos) << field;
   const auto open = doc.find('{', at), close = doc.find('}', open);
   Names names;
@@ -83,7 +84,21 @@ RunReport hang_report() {
   finding.checks = {{stats::RankState::InMpi, stats::RankState::OutMpi}};
   r.finding = finding;
   r.faulty_ranks = {1};
-  r.ranks = {{0, 100, "node-a", "IN_MPI", "MPI_Allreduce"}, {1, 101, "node-a", "OUT_MPI", ""}};
+  r.ranks = {
+      {0, 100, "node-a", "IN_MPI", "MPI_Allreduce", {"main", "solver", "MPI_Allreduce"}, {0x31, 0x8c, 0}, {}, ""},
+      {1, 101, "node-a", "OUT_MPI", "", {"main", "solver", "relax"}, {0x31, 0x40, 0x7}, {}, ""}};
+  diagnosis::RankProgress waiting;
+  waiting.rank = 0;
+  waiting.activity = diagnosis::RankProgress::Activity::Collective;
+  waiting.call = "MPI_Allreduce";
+  waiting.operation = {diagnosis::WaitOperation::Kind::Collective, -3, -1, 1, 9};
+  waiting.comms = {{1, 2, 0, 9}};
+  diagnosis::RankProgress computing;
+  computing.rank = 1;
+  computing.comms = {{1, 2, 1, 8}};
+  r.ranks[0].progress = waiting;
+  r.ranks[1].progress = computing;
+  r.behind = analyse_behind(r.ranks, 2);
   diagnosis::PrefixTree tree;
   tree.add(diagnosis::StackTrace{{"main", "solver", "", false}, {"MPI_Allreduce", "libmpi.so", "", true}}, 0);
   tree.add(diagnosis::StackTrace{{"main", "solver", "", false}, {"relax", "solver", "", false}}, 1);
@@ -99,6 +114,11 @@ TEST(ReportFormat, AHangsReportWritesExactlyTheDocumentedFields) {
   EXPECT_EQ(keys(json["coverage"]), documented(doc, "`coverage` says"));
   EXPECT_EQ(keys(json["model"]["stasis_run"]), documented_braces(doc, "stasis_run"));
   EXPECT_EQ(keys(json["stacks"]), documented_braces(doc, "stacks"));
+  EXPECT_EQ(keys(json["least_progressed"]), documented(doc, "`least_progressed`:"));
+  EXPECT_EQ(keys(json["least_progressed"]["mpi_progress"]), documented_braces(doc, "mpi_progress"));
+  EXPECT_EQ(keys(json["least_progressed"]["stacks"]), documented_braces(doc, "stacks", "`least_progressed`:"));
+  EXPECT_EQ(json["least_progressed"]["ranks"], nlohmann::json::array({1}));
+  EXPECT_EQ(json["least_progressed"]["source"], "mpi-progress");
   const Names rank_fields = documented_braces(doc, "ranks");
   for (const auto& rank : json["ranks"]) {
     for (const auto& key : keys(rank)) EXPECT_TRUE(rank_fields.contains(key)) << key;
@@ -131,7 +151,7 @@ TEST(ReportFormat, ACompletedReportWritesOnlyDocumentedFieldsAndNoHangFields) {
   const auto json = to_json(r);
   const Names all = documented(doc, "| field | type | meaning |");
   for (const auto& key : keys(json)) EXPECT_TRUE(all.contains(key)) << key;
-  for (const char* hang_only : {"hang_type", "detected_at", "onset_estimate", "stacks"}) {
+  for (const char* hang_only : {"hang_type", "detected_at", "onset_estimate", "stacks", "least_progressed"}) {
     EXPECT_FALSE(json.contains(hang_only)) << hang_only;
   }
   EXPECT_EQ(json["verdict"], "completed");

@@ -55,8 +55,23 @@ TEST(TreeRender, LongRankListsAreCut) {
   EXPECT_LT(to_text(tree).size(), 600u);
 }
 
+TEST(TreeRender, DotMarksWhereTheHighlightedRanksEnd) {
+  RenderOptions options;
+  options.highlight = RankSet{3};
+  const auto dot = to_dot(ring(8), options);
+  // Exactly one node (the call path where rank 3 ends) has the red border and names the rank.
+  EXPECT_NE(dot.find("\\nleast progressed: 3\", fillcolor="), std::string::npos) << dot;
+  std::size_t marks = 0;
+  for (auto at = dot.find("color=\"#d00000\""); at != std::string::npos; at = dot.find("color=\"#d00000\"", at + 1))
+    ++marks;
+  EXPECT_EQ(marks, 1u) << dot;
+  EXPECT_EQ(to_dot(ring(8)).find("#d00000"), std::string::npos);
+}
+
 TEST(TreeRender, DotColoursNodesByClass) {
-  const auto dot = to_dot(ring(8), RenderOptions{.max_range_chars = 60, .title = "job 42"});
+  RenderOptions options;
+  options.title = "job 42";
+  const auto dot = to_dot(ring(8), options);
   EXPECT_EQ(dot.rfind("digraph prefix_tree {\n", 0), 0u);
   EXPECT_NE(dot.find("label=\"job 42\""), std::string::npos);
   // Shared paths grey; the two classes take the first two palette colours, nodes and edges.

@@ -47,7 +47,21 @@ class FixedNodeWorker final : public node::NodeWorker {
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {std::uint64_t{1} << 40, std::nullopt}; }
   std::vector<node::HeldRank> held_ranks() override { return {{1, 4242}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
-    records = {{0, 100, "node-a", "IN_MPI", "MPI_Allreduce"}, {2, 102, "node-a", "OUT_MPI", ""}};
+    records = {
+        {0, 100, "node-a", "IN_MPI", "MPI_Allreduce", {"main", "solver", "MPI_Allreduce"}, {0x31, 0x8c, 0}, {}, ""},
+        {2, 102, "node-a", "OUT_MPI", "", {"main", "solver", "relax"}, {0x31, 0x40, 0x7}, {}, "no progress library"}};
+    diagnosis::RankProgress progress;
+    progress.rank = 0;
+    progress.activity = diagnosis::RankProgress::Activity::Wait;
+    progress.call = "MPI_Waitall";
+    progress.wait_total = 3;
+    progress.waits = {{diagnosis::WaitOperation::Kind::Receive, 3, 7, 1, 0},
+                      {diagnosis::WaitOperation::Kind::Collective, -3, -1, 0x77, 12}};
+    progress.comms = {{1, 4, 0, 11}, {0x77, 2, 1, 12}};
+    progress.completed = 1000;
+    progress.polls = 5;
+    progress.entries = 1006;
+    records[0].progress = progress;
     diagnosis::PrefixTree tree;
     const diagnosis::StackTrace waiting{{"main", "solver", "", false}, {"MPI_Allreduce", "libmpi.so", "", true}};
     const diagnosis::StackTrace computing{{"main", "solver", "", false}, {"relax", "solver", "", false}};
@@ -155,6 +169,21 @@ TEST(Wire, StacksRoundTripAndMergeAcrossMonitors) {
   ASSERT_EQ(decoded.records.size(), 2u);
   EXPECT_EQ(decoded.records[1].state, "OUT_MPI");
   EXPECT_EQ(decoded.records[0].mpi_function, "MPI_Allreduce");
+  EXPECT_EQ(decoded.records[1].path, records[1].path);
+  EXPECT_EQ(decoded.records[1].call_sites, records[1].call_sites);
+  EXPECT_EQ(decoded.records[1].progress_problem, "no progress library");
+  EXPECT_FALSE(decoded.records[1].progress);
+  ASSERT_TRUE(decoded.records[0].progress);
+  const auto& p = *decoded.records[0].progress;
+  EXPECT_EQ(diagnosis::describe(p), diagnosis::describe(*records[0].progress));
+  EXPECT_EQ(p.waits.size(), 2u);
+  EXPECT_EQ(p.waits[1].sequence, 12u);
+  ASSERT_EQ(p.comms.size(), 2u);
+  EXPECT_EQ(p.comms[1].id, 0x77u);
+  EXPECT_EQ(p.comms[1].collectives, 12u);
+  EXPECT_EQ(p.completed, 1000u);
+  EXPECT_EQ(p.polls, 5u);
+  EXPECT_EQ(p.entries, 1006u);
 
   const auto merged = decode_stacks(combine_replies(Request::GatherStacks, {one, one}));
   EXPECT_EQ(merged.records.size(), 4u);

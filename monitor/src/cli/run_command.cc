@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,8 @@ using namespace std::chrono_literals;
 struct RunOptions {
   watch::WatchOptions watch;
   double startup_timeout = 120;
+  bool mpi_progress = false;
+  std::string progress_library = PARASTACK_PROGRESS_LIBRARY;
   std::string config;
   std::vector<std::string> command;
 };
@@ -88,6 +91,21 @@ int run_watchdog(const RunOptions& options) {
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
   install_signal_forwarding();
 
+  if (options.mpi_progress) {
+    // Through the launcher's environment: Open MPI's local ranks inherit it (mpirun's -x and
+    // mca_base_env_list cannot be used: mixing the two is fatal to the job). The library is inert
+    // in processes that never call MPI, mpirun included.
+    const auto library = std::filesystem::absolute(options.progress_library).string();
+    if (::access(library.c_str(), R_OK) != 0) {
+      std::cerr << "parastack run: --mpi-progress: cannot read the progress library " << library << ": "
+                << std::strerror(errno) << " (install it, or name it with --mpi-progress-library)\n";
+      return kExitUsage;
+    }
+    const char* preload = std::getenv("LD_PRELOAD");
+    const std::string value = library + (preload && *preload ? std::string(":") + preload : "");
+    ::setenv("LD_PRELOAD", value.c_str(), 1);
+    log.info("--mpi-progress: the ranks load {} (LD_PRELOAD)", library);
+  }
   auto started = os::LaunchedJob::start(options.command);
   if (auto* error = std::get_if<std::string>(&started)) {
     std::cerr << "parastack run: " << *error << "\n";
@@ -144,6 +162,12 @@ std::function<int()> add_run_command(CLI::App& app) {
                    "Seconds to wait for the first MPI rank before giving up watching")
       ->check(CLI::Range(0.1, 86400.0))
       ->check(finite_number())
+      ->capture_default_str();
+  command->add_flag("--mpi-progress", options->mpi_progress,
+                    "Preload the MPI progress library into the ranks: at a communication hang the report names "
+                    "the least-progressed ranks and any deadlock cycle (docs/diagnosis.md)");
+  command
+      ->add_option("--mpi-progress-library", options->progress_library, "The progress library --mpi-progress preloads")
       ->capture_default_str();
   command->add_option("command", options->command, "The launcher and its arguments, after --");
   auto* config = command

@@ -31,11 +31,73 @@ stats::RankState read_state(WireReader& in) {
   return static_cast<stats::RankState>(v);
 }
 
+// One wait operation and one rank's progress facts (the progress library's page, converted).
+void encode_operation(WireWriter& w, const diagnosis::WaitOperation& op) {
+  w.u8(static_cast<std::uint8_t>(op.kind)).i32(op.peer).i32(op.tag).u64(op.comm).u64(op.sequence);
+}
+
+diagnosis::WaitOperation decode_operation(WireReader& in) {
+  diagnosis::WaitOperation op;
+  const auto kind = in.u8();
+  if (kind > static_cast<std::uint8_t>(diagnosis::WaitOperation::Kind::Collective))
+    throw WireError("bad wait operation");
+  op.kind = static_cast<diagnosis::WaitOperation::Kind>(kind);
+  op.peer = in.i32();
+  op.tag = in.i32();
+  op.comm = in.u64();
+  op.sequence = in.u64();
+  return op;
+}
+
+void encode_progress(WireWriter& w, const diagnosis::RankProgress& p) {
+  w.u32(p.rank).u8(static_cast<std::uint8_t>(p.activity)).str(p.call);
+  encode_operation(w, p.operation);
+  w.i32(p.send_peer).u8(p.wait_any ? 1 : 0).u64(p.wait_total).u32(static_cast<std::uint32_t>(p.waits.size()));
+  for (const auto& op : p.waits) encode_operation(w, op);
+  w.u32(static_cast<std::uint32_t>(p.comms.size()));
+  for (const auto& c : p.comms) w.u64(c.id).i32(c.size).i32(c.rank).u64(c.collectives);
+  w.u64(p.completed).u64(p.polls).u64(p.entries);
+}
+
+diagnosis::RankProgress decode_progress(WireReader& in) {
+  diagnosis::RankProgress p;
+  p.rank = in.u32();
+  const auto activity = in.u8();
+  if (activity > static_cast<std::uint8_t>(diagnosis::RankProgress::Activity::Other)) throw WireError("bad activity");
+  p.activity = static_cast<diagnosis::RankProgress::Activity>(activity);
+  p.call = in.str();
+  p.operation = decode_operation(in);
+  p.send_peer = in.i32();
+  p.wait_any = in.u8() != 0;
+  p.wait_total = in.u64();
+  const auto waits = in.count(1 + 4 + 4 + 8 + 8);
+  for (std::uint32_t i = 0; i < waits; ++i) p.waits.push_back(decode_operation(in));
+  const auto comms = in.count(8 + 4 + 4 + 8);
+  for (std::uint32_t i = 0; i < comms; ++i) {
+    diagnosis::CommProgress c;
+    c.id = in.u64();
+    c.size = in.i32();
+    c.rank = in.i32();
+    c.collectives = in.u64();
+    p.comms.push_back(c);
+  }
+  p.completed = in.u64();
+  p.polls = in.u64();
+  p.entries = in.u64();
+  return p;
+}
+
 // A stacks reply: the encoded tree, then the records.
 std::string encode_stacks(const diagnosis::PrefixTree& tree, const std::vector<node::RankRecord>& records) {
   WireWriter w;
   w.str(diagnosis::serialize(tree)).u32(static_cast<std::uint32_t>(records.size()));
-  for (const auto& r : records) w.i32(r.rank).i32(r.pid).str(r.host).str(r.state).str(r.mpi_function);
+  for (const auto& r : records) {
+    w.i32(r.rank).i32(r.pid).str(r.host).str(r.state).str(r.mpi_function);
+    w.u32(static_cast<std::uint32_t>(r.path.size()));
+    for (std::size_t i = 0; i < r.path.size(); ++i) w.str(r.path[i]).u64(i < r.call_sites.size() ? r.call_sites[i] : 0);
+    w.str(r.progress_problem).u8(r.progress ? 1 : 0);
+    if (r.progress) encode_progress(w, *r.progress);
+  }
   return std::move(w).bytes();
 }
 
@@ -274,13 +336,20 @@ GatheredStacks decode_stacks(std::string_view reply) {
     throw WireError("bad stack tree from a monitor: " + error->message);
   }
   result.tree = std::move(std::get<diagnosis::PrefixTree>(decoded));
-  result.records.resize(in.count(4 + 4 + 3 * 4));
+  result.records.resize(in.count(4 + 4 + 3 * 4 + 4 + 4 + 1));
   for (auto& r : result.records) {
     r.rank = in.i32();
     r.pid = in.i32();
     r.host = in.str();
     r.state = in.str();
     r.mpi_function = in.str();
+    const auto frames = in.count(4 + 8);
+    for (std::uint32_t i = 0; i < frames; ++i) {
+      r.path.push_back(in.str());
+      r.call_sites.push_back(in.u64());
+    }
+    r.progress_problem = in.str();
+    if (in.u8() != 0) r.progress = decode_progress(in);
   }
   in.finish();
   return result;

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <thread>
 
+#include "node/progress_facts.h"
 #include "node/stack_views.h"
 #include "os/proc.h"
 #include "os/signal.h"
+#include "sampler/progress_reader.h"
 
 namespace parastack::node {
 
@@ -126,9 +128,21 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
   sampler::SampleOptions with_frames = options_;
   with_frames.frames = true;
   for (const auto& r : ranks_) {
+    RankRecord record{r.rank, r.pid, r.host, {}, {}, {}, {}, {}, {}};
+    // The page first: it is read without stopping the rank.
+    if (auto page = sampler::read_progress_page(os::Pid{r.pid}, record.progress_problem)) {
+      record.progress = progress_facts(*page);
+    }
     const auto sample = sampler_.sample(identity_of(r), with_frames);
     ++samples_taken_;
-    records.push_back({r.rank, r.pid, r.host, sample.describe(), sample.mpi_function});
+    record.state = sample.describe();
+    record.mpi_function = sample.mpi_function;
+    for (auto f = sample.frames.rbegin(); f != sample.frames.rend(); ++f) {
+      record.path.push_back(f->function);
+      record.call_sites.push_back(f->offset);
+      if (f->mpi) break;
+    }
+    records.push_back(std::move(record));
     tree.add(stack_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
   }
   return tree;

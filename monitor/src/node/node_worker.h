@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parastack/diagnosis/prefix_tree.h"
+#include "parastack/diagnosis/progress.h"
 #include "parastack/stats/verification.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
@@ -27,6 +28,13 @@ struct RankRecord {
   std::string host;
   std::string state;         // "IN_MPI", "OUT_MPI" or why it could not be sampled
   std::string mpi_function;  // when IN_MPI
+  // Its stack from the outermost frame to the first MPI frame, and each frame's call site (the
+  // stacks-only order of a communication hang: diagnosis/stack_order.h).
+  std::vector<std::string> path;
+  std::vector<std::uint64_t> call_sites;
+  // What the progress library (--mpi-progress) says the rank waits for; else why not.
+  std::optional<diagnosis::RankProgress> progress;
+  std::string progress_problem;
 };
 
 // A rank on this node, as the leader's rank table holds it.

@@ -38,10 +38,12 @@ std::string render_svg(const std::string& dot, std::string& problem) {
   return svg;
 }
 
-StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg) {
+StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg,
+                       const diagnosis::RankSet& highlight) {
   StackViews views;
   diagnosis::RenderOptions render;
   render.title = title;
+  render.highlight = highlight;
   views.text = diagnosis::to_text(tree, render);
   views.dot = diagnosis::to_dot(tree, render);
   if (with_svg) views.svg = render_svg(views.dot, views.svg_problem);

@@ -20,7 +20,9 @@ struct StackViews {
 };
 
 // title: the first line of the text and the DOT graph's label.
-StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg = true);
+// highlight: ranks the DOT marks (the least-progressed ranks of a hang).
+StackViews stack_views(const diagnosis::PrefixTree& tree, const std::string& title, bool with_svg = true,
+                       const diagnosis::RankSet& highlight = {});
 
 // Writes one view (format text, dot, svg or json) to `out`. False, with the reason on `err` after
 // `who`, when SVG was asked for and Graphviz could not make it.

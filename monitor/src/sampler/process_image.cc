@@ -39,15 +39,21 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& f
   image->start_ticks_ = stat->start_ticks;
   if (!image->refresh_maps()) return cannot_read("maps");
   image->read_vdso();
-  // The MPI library is the file that defines MPI_Init; its code is every executable mapping of it.
-  std::optional<std::string> mpi_library;
+  // The MPI library is the file that defines PMPI_Init: a PMPI tool preloaded into the rank (the
+  // progress library, mpiP, a fault injector) defines MPI_Init too, and may be mapped first; only
+  // the library itself defines the profiling names. MPI_Init alone, for a library without them.
+  // Its code is every executable mapping of it.
+  std::optional<std::string> mpi_library, defines_mpi_init;
   for (const auto& m : image->maps_) {
     auto symbols = symbols_of(m.path);
-    if (symbols && symbols->defines("MPI_Init")) {
+    if (!symbols) continue;
+    if (symbols->defines("PMPI_Init")) {
       mpi_library = m.path;
       break;
     }
+    if (!defines_mpi_init && symbols->defines("MPI_Init")) defines_mpi_init = m.path;
   }
+  if (!mpi_library) mpi_library = defines_mpi_init;
   if (mpi_library) {
     auto symbols = symbols_of(*mpi_library);
     for (const auto& m : image->maps_) {

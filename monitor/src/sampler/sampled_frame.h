@@ -12,6 +12,9 @@ struct SampledFrame {
   std::string function;  // demangled; empty if unknown
   std::string module;    // file name of the mapping
   bool mpi = false;      // the address lies in the MPI library's code
+  // The address's offset in its function (0: unknown): for a caller's frame, its call site, which
+  // orders two waits in one function (diagnosis/stack_order.h).
+  std::uint64_t offset = 0;
 };
 
 }  // namespace parastack::sampler

@@ -368,6 +368,7 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
     const std::uint64_t looked_up = unwound.frames[i] - (i > 0 ? 1 : 0);
     SampledFrame frame = image.describe(looked_up);
     frame.address = unwound.frames[i];
+    if (const auto start = image.function_start(looked_up)) frame.offset = frame.address - *start;
     frame.mpi = std::any_of(image.mpi_code().begin(), image.mpi_code().end(),
                             [&](const CodeRange& code) { return code.contains(looked_up); });
     sample.frames.push_back(std::move(frame));

@@ -155,7 +155,15 @@ void record_hang(RunReport& report, const stats::HangFinding& finding, network::
   report.interval = watchdog.model().interval();
   auto stacks = probe.gather_stacks();
   report.ranks = std::move(stacks.records);
-  report.stacks = node::stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection");
+  const int world_size = probe.table().empty() ? 0 : probe.table().front().rank.world_size;
+  report.behind = analyse_behind(report.ranks, world_size);
+  diagnosis::RankSet behind;
+  for (int r : report.behind->least_progressed) behind.insert(static_cast<diagnosis::Rank>(r));
+  report.stacks = node::stack_views(stacks.tree, "parastack: merged stacks of all ranks at detection", true, behind);
+  if (!report.behind->least_progressed.empty()) {
+    log.info("least-progressed rank(s) {} (from the {})", join(report.behind->least_progressed),
+             report.behind->source == "mpi-progress" ? "MPI progress library" : "stacks");
+  }
   if (!report.stacks->svg_problem.empty()) log.warn("no SVG in the report: {}", report.stacks->svg_problem);
   report.samples = probe.samples_taken();
   report.ended_at = probe.unix_time(probe.now());

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "parastack/diagnosis/rank_set.h"
+#include "parastack/diagnosis/render.h"
+
+#include <algorithm>
 
 namespace parastack::watch {
 namespace {
@@ -33,7 +36,109 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
+std::vector<int> to_ints(const std::vector<diagnosis::Rank>& ranks) { return {ranks.begin(), ranks.end()}; }
+
+nlohmann::json edges_json(const std::vector<diagnosis::WaitEdge>& edges, std::size_t limit) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < edges.size() && i < limit; ++i) {
+    out.push_back(
+        {{"from", edges[i].from}, {"to", edges[i].to}, {"collective", edges[i].collective}, {"why", edges[i].why}});
+  }
+  return out;
+}
+
+nlohmann::json behind_json(const BehindAnalysis& b) {
+  using nlohmann::json;
+  json out{{"ranks", b.least_progressed}, {"source", b.source}, {"pages_read", b.pages_read}};
+  if (b.progress) {
+    const auto& p = *b.progress;
+    json deadlocks = json::array(), cycles = json::array();
+    for (const auto& d : p.deadlocks) deadlocks.push_back(to_ints(d));
+    for (const auto& c : p.cycles) cycles.push_back(to_ints(c));
+    out["mpi_progress"] = {{"least_progressed", to_ints(p.least_progressed)},
+                           {"deadlocks", deadlocks},
+                           {"cycles", cycles},
+                           {"chain", edges_json(p.chain, p.chain.size())},
+                           {"edge_count", p.edges.size()},
+                           {"edges", edges_json(p.edges, 1000)},
+                           {"without_facts", to_ints(p.without_facts)},
+                           {"summary", p.summary}};
+  } else {
+    out["mpi_progress"] = nullptr;
+  }
+  out["no_pages_why"] = b.no_pages_why;
+  json groups = json::array();
+  for (const auto& g : b.stacks.groups) {
+    groups.push_back({{"ranks", g.ranks.to_ranges()}, {"in_mpi", g.in_mpi}, {"where", g.where}, {"path", g.path}});
+  }
+  json lp = json::array();
+  for (auto g : b.stacks.least_progressed) lp.push_back(b.stacks.groups[g].ranks.to_ranges());
+  out["stacks"] = {{"groups", groups}, {"least_progressed", lp}, {"why", b.stacks.why}};
+  return out;
+}
+
+std::string behind_text(const BehindAnalysis& b) {
+  std::ostringstream out;
+  out << "\nwho is behind (least-progressed ranks): ";
+  if (b.least_progressed.empty()) {
+    out << "not found\n";
+  } else {
+    out << "rank" << (b.least_progressed.size() > 1 ? "s " : " ") << ranks_text(b.least_progressed) << " (from the "
+        << (b.source == "mpi-progress" ? "MPI progress library's facts" : "stacks") << ")\n";
+  }
+  if (b.progress) {
+    const auto& p = *b.progress;
+    out << "  MPI progress library (" << b.pages_read << " rank(s) read): " << p.summary << "\n";
+    if (!p.chain.empty()) {
+      out << "  a waiting rank's chain:\n";
+      for (const auto& e : p.chain) out << "    rank " << e.from << " waits on rank " << e.to << ": " << e.why << "\n";
+    }
+  } else if (!b.no_pages_why.empty()) {
+    out << "  MPI progress library: not in the ranks (" << b.no_pages_why
+        << "); --mpi-progress names the least-progressed ranks of communication hangs\n";
+  }
+  out << "  stacks: " << b.stacks.why << "\n";
+  for (std::size_t g = 0; g < b.stacks.groups.size() && g < 8; ++g) {
+    const auto& group = b.stacks.groups[g];
+    out << "    " << group.ranks.size() << " rank(s) [" << diagnosis::shorten_ranges(group.ranks.to_ranges(), 60)
+        << "] " << (group.in_mpi ? "wait in " : "run outside MPI in ") << group.where << "\n";
+  }
+  if (b.stacks.groups.size() > 8) out << "    ... " << b.stacks.groups.size() - 8 << " more group(s)\n";
+  return out.str();
+}
+
 }  // namespace
+
+BehindAnalysis analyse_behind(const std::vector<node::RankRecord>& ranks, int world_size) {
+  BehindAnalysis b;
+  std::vector<diagnosis::RankProgress> facts;
+  std::vector<diagnosis::RankStack> stacks;
+  for (const auto& r : ranks) {
+    if (r.progress) {
+      facts.push_back(*r.progress);
+    } else if (b.no_pages_why.empty()) {
+      b.no_pages_why =
+          r.progress_problem.empty() ? "not read" : "rank " + std::to_string(r.rank) + ": " + r.progress_problem;
+    }
+    if (!r.path.empty()) {
+      stacks.push_back({static_cast<diagnosis::Rank>(r.rank), r.state == "IN_MPI", r.path, r.call_sites});
+    }
+  }
+  b.pages_read = static_cast<int>(facts.size());
+  b.stacks = diagnosis::order_by_stacks(stacks);
+  if (!facts.empty()) {
+    b.progress = diagnosis::analyse_progress(facts, world_size);
+    b.least_progressed = to_ints(b.progress->least_progressed);
+    b.source = "mpi-progress";
+    return b;
+  }
+  for (auto g : b.stacks.least_progressed) {
+    for (auto r : b.stacks.groups[g].ranks.to_vector()) b.least_progressed.push_back(static_cast<int>(r));
+  }
+  std::sort(b.least_progressed.begin(), b.least_progressed.end());
+  b.source = b.least_progressed.empty() ? "none" : "stacks";
+  return b;
+}
 
 std::string_view to_string(Action action) {
   switch (action) {
@@ -149,9 +254,11 @@ nlohmann::json to_json(const RunReport& r) {
   for (const auto& rank : r.ranks) {
     json entry{{"rank", rank.rank}, {"pid", rank.pid}, {"host", rank.host}, {"state", rank.state}};
     if (!rank.mpi_function.empty()) entry["mpi_function"] = rank.mpi_function;
+    if (rank.progress) entry["waits_for"] = diagnosis::describe(*rank.progress);
     ranks.push_back(std::move(entry));
   }
   out["ranks"] = ranks;
+  if (r.behind) out["least_progressed"] = behind_json(*r.behind);
   if (r.stacks) {
     out["stacks"] = {{"text", r.stacks->text},
                      {"dot", r.stacks->dot},
@@ -245,11 +352,14 @@ std::string to_text(const RunReport& r) {
     out << "  RANK      PID  HOST              STATE\n";
     for (const auto& rank : r.ranks) {
       char line[256];
-      std::snprintf(line, sizeof line, "  %4d %8d  %-16s  %s%s%s\n", rank.rank, rank.pid, rank.host.c_str(),
+      std::snprintf(line, sizeof line, "  %4d %8d  %-16s  %s%s%s", rank.rank, rank.pid, rank.host.c_str(),
                     rank.state.c_str(), rank.mpi_function.empty() ? "" : " in ", rank.mpi_function.c_str());
       out << line;
+      if (rank.progress) out << " (" << diagnosis::describe(*rank.progress) << ")";
+      out << "\n";
     }
   }
+  if (r.behind) out << behind_text(*r.behind);
   if (r.stacks) {
     out << "\nmerged stacks of all ranks (call-graph prefix tree; [ranks] on each call path):\n" << r.stacks->text;
   }

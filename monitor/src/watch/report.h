@@ -11,6 +11,8 @@
 
 #include "node/node_worker.h"
 #include "node/stack_views.h"
+#include "parastack/diagnosis/progress.h"
+#include "parastack/diagnosis/stack_order.h"
 #include "parastack/stats/watchdog.h"
 
 namespace parastack::watch {
@@ -39,6 +41,17 @@ struct Coverage {
   bool ever_watched() const { return stasis_since || model_since; }
 };
 
+// Which ranks are behind at a hang (docs/diagnosis.md, "Who is behind"): from the progress
+// library's facts (--mpi-progress) when any rank's page could be read, and from the stacks always.
+struct BehindAnalysis {
+  std::optional<diagnosis::ProgressAnalysis> progress;  // from the library
+  int pages_read = 0;                                   // ranks whose page was read
+  std::string no_pages_why;                             // none read: the first rank's reason
+  diagnosis::StackOrder stacks;
+  // The answer: the library's LP ranks when it had facts, else the stacks' (may be empty).
+  std::vector<int> least_progressed;
+  std::string source;  // "mpi-progress", "stacks" or "none"
+};
 struct RunReport {
   // The job.
   std::vector<std::string> command;
@@ -65,6 +78,7 @@ struct RunReport {
   // Every rank at detection, and their stacks merged.
   std::vector<node::RankRecord> ranks;
   std::optional<node::StackViews> stacks;
+  std::optional<BehindAnalysis> behind;  // at a hang
   std::string trace_path;
   std::vector<std::string> notes;
 };
@@ -73,6 +87,8 @@ nlohmann::json to_json(const RunReport& report);
 // A suspicion threshold's fields as the report and `parastack replay` write them: e, threshold, p, q.
 void put_threshold(nlohmann::json& out, const stats::SuspicionThreshold& threshold);
 std::string to_text(const RunReport& report);
+
+BehindAnalysis analyse_behind(const std::vector<node::RankRecord>& ranks, int world_size);
 
 // The files of one report: PATH (JSON), and beside it .txt, .dot, .svg and .trace.jsonl.
 struct ReportPaths {

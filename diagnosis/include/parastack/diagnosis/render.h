@@ -15,6 +15,10 @@ struct RenderOptions {
   // ranks must not print megabytes. 0: never cut.
   std::size_t max_range_chars = 60;
   std::string title;  // first line of the text, graph label of the DOT
+  // DOT: the call paths where these ranks end get a red border and "<highlight_label>: ranks"
+  // (the least-progressed ranks of a hang).
+  RankSet highlight;
+  std::string highlight_label = "least progressed";
 };
 
 // STAT-style text: one line per call path, "name  [N ranks: 0-3,5]", sample counts when the tree

@@ -1,0 +1,142 @@
+#include "sampler/progress_reader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "os/proc.h"
+#include "os/remote_memory.h"
+#include "sampler/elf_symbols.h"
+
+namespace parastack::sampler {
+namespace {
+
+constexpr std::string_view kLibraryPrefix = "libparastack-progress";
+constexpr std::string_view kDeleted = " (deleted)";
+
+bool is_progress_library(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1).starts_with(kLibraryPrefix);
+}
+
+// The library's symbols, by file: every rank of a job maps the same one. Keyed by inode too, so a
+// library rebuilt in place is read again.
+std::shared_ptr<const ElfSymbols> library_symbols(const std::string& path, std::uint64_t inode) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const ElfSymbols>> cache;
+  std::lock_guard lock(mutex);
+  auto [it, inserted] = cache.try_emplace({path, inode});
+  if (inserted) it->second = ElfSymbols::load(path);
+  return it->second;
+}
+
+std::string remote_problem(os::PtraceStatus status, int error) {
+  switch (status) {
+    case os::PtraceStatus::Gone:
+      return "the rank is gone";
+    case os::PtraceStatus::Denied:
+      return "permission denied";
+    default:
+      return std::string("cannot read the page: ") + std::strerror(error);
+  }
+}
+
+}  // namespace
+
+std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::string& problem) {
+  const auto maps = os::read_maps(pid);
+  if (!maps) {
+    const int error = errno;
+    problem = error == ENOENT || error == ESRCH ? "the rank is gone"
+              : error == EACCES || error == EPERM
+                  ? "permission denied"
+                  : "cannot read /proc/" + std::to_string(pid.value) + "/maps: " + std::strerror(error);
+    return std::nullopt;
+  }
+  std::vector<const os::Mapping*> library;
+  for (const auto& m : *maps) {
+    if (is_progress_library(m.path) && (library.empty() || m.path == library.front()->path)) library.push_back(&m);
+  }
+  if (library.empty()) {
+    problem = "no progress library in the rank";
+    return std::nullopt;
+  }
+  const std::string& path = library.front()->path;
+  if (path.ends_with(kDeleted)) {
+    problem = "the rank's progress library was deleted from disk: " + path;
+    return std::nullopt;
+  }
+  const auto symbols = library_symbols(path, library.front()->inode);
+  if (!symbols) {
+    problem = "cannot read the progress library " + path;
+    return std::nullopt;
+  }
+  const auto vaddr = symbols->address_of(PARASTACK_PROGRESS_SYMBOL);
+  if (!vaddr) {
+    problem = "the progress library " + path + " has no symbol " PARASTACK_PROGRESS_SYMBOL;
+    return std::nullopt;
+  }
+
+  // The page is data: it lies in a later (read-write) mapping of the file than the code, and each
+  // mapping's own bias says whether it holds it.
+  std::optional<std::uint64_t> address;
+  for (const os::Mapping* m : library) {
+    const std::uint64_t at = *vaddr + symbols->load_bias(m->start, m->offset);
+    if (m->contains(at) && m->contains(at + sizeof(parastack_progress_page) - 1)) {
+      address = at;
+      break;
+    }
+  }
+  if (!address) {
+    problem = "the progress page is not mapped in the rank";
+    return std::nullopt;
+  }
+
+  parastack_progress_page first{}, second{};
+  for (auto* page : {&first, &second}) {
+    const auto read = os::read_remote(pid, *address, page, sizeof *page);
+    if (read.status != os::PtraceStatus::Ok) {
+      problem = remote_problem(read.status, read.error);
+      return std::nullopt;
+    }
+    if (read.bytes != sizeof *page) {
+      problem = "the page was read only in part (" + std::to_string(read.bytes) + " bytes)";
+      return std::nullopt;
+    }
+  }
+  if (std::memcmp(&first, &second, sizeof first) != 0) {
+    problem = "the page changed while read";
+    return std::nullopt;
+  }
+  if (first.magic != PARASTACK_PROGRESS_MAGIC) {
+    problem = first.magic == 0 ? "the page is not initialised (before MPI_Init, or not Open MPI)"
+                               : "the page has no valid magic number";
+    return std::nullopt;
+  }
+  if (first.version != PARASTACK_PROGRESS_VERSION) {
+    problem = "version " + std::to_string(first.version) + ", this monitor reads " +
+              std::to_string(PARASTACK_PROGRESS_VERSION);
+    return std::nullopt;
+  }
+  if (first.bytes != sizeof(parastack_progress_page)) {
+    problem = "the page has " + std::to_string(first.bytes) + " bytes, this monitor reads " +
+              std::to_string(sizeof(parastack_progress_page));
+    return std::nullopt;
+  }
+  return first;
+}
+
+std::string progress_call_name(std::uint32_t call) {
+#define PARASTACK_PROGRESS_CALL_NAME(name) #name,
+  static constexpr const char* kNames[] = {PARASTACK_PROGRESS_CALLS(PARASTACK_PROGRESS_CALL_NAME)};
+#undef PARASTACK_PROGRESS_CALL_NAME
+  static_assert(std::size(kNames) == PARASTACK_CALL_COUNT);
+  if (call < std::size(kNames)) return kNames[call];
+  return "unknown call " + std::to_string(call);
+}
+
+}  // namespace parastack::sampler
