@@ -108,6 +108,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_REQUIRE(std::strcmp(kept, value) == 0);
   if (std::strcmp(value, "help") == 0 || std::strcmp(value, "off") == 0) return 0;
 
+  // mpi-progress: the plain reading of the site's then the user's list (the last item of each name
+  // wins; only an absolute path names the library) agrees with the plugin's.
+  char library[VALUE_MAX];
+  const int wanted = parastack_progress_choice(s.defaults, kept, library);
+  FUZZ_REQUIRE(bounded_length(library) < VALUE_MAX && library[0] == '/');
+  bool expect_wanted = false;
+  std::string expect_library;
+  for (const std::string list : {std::string(s.defaults), std::string(kept)}) {
+    std::stringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      if (item.starts_with("mpi-progress=")) {
+        const std::string v = item.substr(13);
+        expect_wanted = v == "on" || v == "yes" || v == "true" || v == "1";
+      } else if (item.starts_with("mpi-progress-library=") && item.size() > 21 && item[21] == '/') {
+        expect_library = item.substr(21);
+      }
+    }
+  }
+  FUZZ_REQUIRE(wanted == static_cast<int>(expect_wanted));
+  FUZZ_REQUIRE(expect_library.empty() || expect_library == library);
+  // LD_PRELOAD: the library first, then what was there, or what was there when it holds the library.
+  char preload[2 * VALUE_MAX + 2];
+  if (parastack_preload_value(preload, sizeof preload, library, kept) == 0) {
+    const std::string out = preload;
+    FUZZ_REQUIRE(out == kept || out == std::string(library) + (kept[0] ? std::string(":") + kept : ""));
+  }
+
   // At submission: parastack-monitor --check-options [--job-options SITE] [--job-options USER]
   // [--allowed-actions LIST], in the plugin's argv[16].
   const char* argv[16] = {s.monitor, "--check-options"};

@@ -49,6 +49,66 @@ int parastack_parse_site(int ac, char** av, struct site* site) {
   return -1;
 }
 
+#ifndef PARASTACK_PROGRESS_LIBRARY
+#define PARASTACK_PROGRESS_LIBRARY "/usr/local/lib/parastack/libparastack-progress.so"
+#endif
+
+/* Items of a NAME=VALUE,... list: the last NAME=VALUE of each name wins. */
+static void progress_items(const char* list, int* wanted, char* library) {
+  for (const char* item = list; item && *item;) {
+    const char* end = strchr(item, ',');
+    const size_t n = end ? (size_t)(end - item) : strlen(item);
+    static const char wanted_name[] = "mpi-progress=", library_name[] = "mpi-progress-library=";
+    if (n >= sizeof wanted_name - 1 && strncmp(item, wanted_name, sizeof wanted_name - 1) == 0) {
+      const char* value = item + sizeof wanted_name - 1;
+      const size_t length = n - (sizeof wanted_name - 1);
+      *wanted = 0;
+      static const char* const yes[] = {"on", "yes", "true", "1"};
+      for (size_t i = 0; i < sizeof yes / sizeof *yes; ++i) {
+        if (length == strlen(yes[i]) && strncmp(value, yes[i], length) == 0) *wanted = 1;
+      }
+    } else if (n >= sizeof library_name - 1 && strncmp(item, library_name, sizeof library_name - 1) == 0) {
+      const size_t length = n - (sizeof library_name - 1);
+      const char* value = item + sizeof library_name - 1;
+      if (length > 0 && length < VALUE_MAX && value[0] == '/') {
+        memcpy(library, value, length);
+        library[length] = '\0';
+      }
+    }
+    item = end ? end + 1 : NULL;
+  }
+}
+
+int parastack_progress_choice(const char* defaults, const char* user, char* library) {
+  int wanted = 0;
+  strcpy(library, PARASTACK_PROGRESS_LIBRARY);
+  progress_items(defaults, &wanted, library);
+  progress_items(user, &wanted, library);
+  return wanted;
+}
+
+int parastack_preload_value(char* out, unsigned long size, const char* library, const char* existing) {
+  /* Already there (the batch script's environment reaches its srun steps): as it is. */
+  const size_t n = strlen(library);
+  for (const char* at = existing; (at = strstr(at, library)) != NULL; at += n) {
+    const int starts = at == existing || at[-1] == ':' || at[-1] == ' ';
+    const int ends = at[n] == '\0' || at[n] == ':' || at[n] == ' ';
+    if (starts && ends) {
+      if (strlen(existing) + 1 > size) return -1;
+      strcpy(out, existing);
+      return 0;
+    }
+  }
+  const size_t needed = n + (existing[0] ? 1 + strlen(existing) : 0) + 1;
+  if (needed > size) return -1;
+  strcpy(out, library);
+  if (existing[0]) {
+    strcat(out, ":");
+    strcat(out, existing);
+  }
+  return 0;
+}
+
 const char* parastack_option_value(const char* optarg) {
   return (optarg == NULL || strcmp(optarg, "(null)") == 0) ? "" : optarg;
 }

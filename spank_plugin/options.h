@@ -36,6 +36,17 @@ const char* parastack_option_value(const char* optarg);
  * (at most 6); the new argc. */
 int parastack_add_choices(const struct site* site, const char* user, const char** argv, int argc);
 
+/* Whether the job's ranks get the MPI progress library (--parastack=mpi-progress=on): the last
+ * mpi-progress=VALUE item of the site's defaults, then of the user's list, decides (on, yes, true
+ * or 1; anything else is off), and the last mpi-progress-library=PATH names the library, which
+ * must be an absolute path (`library`, VALUE_MAX bytes, keeps the installed one otherwise).
+ * Returns 1 or 0. The monitor checks the lists at submission; this only reads them. */
+int parastack_progress_choice(const char* defaults, const char* user, char* library);
+
+/* LD_PRELOAD with `library` in front of `existing` (which may be ""), in `out` of `size` bytes:
+ * 0, or -1 when it does not fit. A library already in `existing` is not added again. */
+int parastack_preload_value(char* out, unsigned long size, const char* library, const char* existing);
+
 /* What salloc runs, from its /proc/self/cmdline (`size` bytes of NUL-terminated arguments). Every
  * srun step of the allocation is watched (an MPI launcher's daemons started with srun too); ranks
  * that an MPI launcher run by salloc itself starts on this host are in no step, and no monitor can

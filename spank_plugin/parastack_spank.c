@@ -327,6 +327,27 @@ static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_i
   start_monitors(argv, env, 1, 1);
 }
 
+/* --parastack=mpi-progress=on: every task of the job's steps (the batch script, whose mpirun hands
+ * its environment to the ranks it starts, and srun's tasks) gets the progress library in front of
+ * its LD_PRELOAD. Runs in the task, as the job's user, just before its execve; a library that
+ * cannot be read is said once and left out: the job runs as it would without it. */
+static void preload_progress_library(spank_t sp, const struct site* site, char** env, uint32_t task) {
+  char library[VALUE_MAX];
+  if (!parastack_progress_choice(site->defaults, option_value, library)) return;
+  if (job_env(env, "PARASTACK_MONITOR_STEP")) return; /* the monitors read the pages; they keep none */
+  if (access(library, R_OK) != 0) {
+    if (task == 0) slurm_error("parastack: mpi-progress: cannot read %s (%m); the job runs without it", library);
+    return;
+  }
+  char existing[VALUE_MAX] = "", value[2 * VALUE_MAX + 2];
+  if (spank_getenv(sp, "LD_PRELOAD", existing, sizeof existing) != ESPANK_SUCCESS) existing[0] = '\0';
+  if (parastack_preload_value(value, sizeof value, library, existing) != 0) {
+    if (task == 0) slurm_error("parastack: mpi-progress: LD_PRELOAD is too long; the job runs without the library");
+    return;
+  }
+  spank_setenv(sp, "LD_PRELOAD", value, 1);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   struct site site;
@@ -344,11 +365,11 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   }
   if (step_id != SLURM_BATCH_SCRIPT) {
     uint32_t task = 1;
+    const int have_task = spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS;
     /* One start per step (its task 0), for ordinary steps (not the extern or interactive step). */
-    if (step_id < SLURM_MAX_NORMAL_STEP_ID && spank_get_item(sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS &&
-        task == 0) {
-      watch_step(&site, job_id, step_id, env);
-    }
+    if (step_id < SLURM_MAX_NORMAL_STEP_ID && have_task && task == 0) watch_step(&site, job_id, step_id, env);
+    /* After the monitors are started: they are MPI programs and must not get the library. */
+    if (step_id < SLURM_MAX_NORMAL_STEP_ID) preload_progress_library(sp, &site, env, have_task ? task : 1);
     return 0;
   }
 
@@ -373,6 +394,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   start_monitors(argv, env, 1, 0);
   /* Every step of this job is watched by these monitors: srun --parastack steps start no others. */
   spank_setenv(sp, "PARASTACK_WATCHED_JOB", job, 1);
+  preload_progress_library(sp, &site, env, 0);
   return 0;
 }
 

@@ -27,7 +27,7 @@ using testing::SlurmCluster;
 
 std::vector<std::string> binaries() {
   return {PARASTACK_MONITOR_BIN, PARASTACK_SPANK_PLUGIN, testing::test_program("ps_solver"),
-          testing::test_program("libps_fault.so")};
+          testing::test_program("libps_fault.so"), testing::test_program("ps_progress"), PARASTACK_PROGRESS_LIB};
 }
 
 // Waits until nothing of the job is left (its cgroups go a moment after the job ends).
@@ -276,6 +276,31 @@ TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
   const json report = run_hang("sleep", 2, {"-n", "8"}, id, "mpirun");
   EXPECT_EQ(report["hang_type"], "computation");
   EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+}
+
+// --parastack=mpi-progress=on: the batch script gets the progress library in its LD_PRELOAD, its
+// mpirun hands it to the ranks, and the report of a rank that skipped a collective names that rank
+// from the ranks' own facts (docs/diagnosis.md, "Who is behind").
+TEST_F(SlurmPlugin, MpiProgressOnNamesTheRankThatSkippedACollective) {
+  const auto script = cluster().script(
+      "progress.sh", "export OMPI_MCA_mpi_yield_when_idle=1\necho \"preload=$LD_PRELOAD\"\nmpirun " +
+                         (cluster().bin() / "ps_progress").string() +
+                         " --fault skip-collective --fault-rank 3 --fault-after 5\n");
+  const auto library = cluster().bin() / "libparastack-progress.so";
+  const auto id = cluster().submit({"-n", "8", "-o", "progress.out", "-e", "progress.err",
+                                    "--parastack=mpi-progress=on,mpi-progress-library=" + library.string(), script});
+  const auto job = cluster().wait_ended(id, 600);
+  const auto err = read_file(cluster().jobs() / "progress.err");
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << err;
+  EXPECT_NE(read_file(cluster().jobs() / "progress.out").find("preload=" + library.string()), std::string::npos);
+  std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << err;
+  EXPECT_EQ(report["hang_type"], "communication");
+  EXPECT_EQ(report["least_progressed"]["source"], "mpi-progress") << report["least_progressed"].dump(2);
+  EXPECT_EQ(report["least_progressed"]["pages_read"], 8);
+  EXPECT_EQ(report["least_progressed"]["ranks"], json::array({3})) << report["least_progressed"].dump(2);
+  expect_nothing_left(cluster(), id);
 }
 
 // srun --parastack without a watched batch job: the step's first task starts one monitor per node

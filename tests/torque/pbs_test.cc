@@ -335,7 +335,8 @@ class PbsOverSlurm : public ::testing::Test {
     if (SlurmCluster::unavailable() || ::access("/usr/bin/qsub", X_OK) != 0) return;
     try {
       cluster_ = new SlurmCluster(0, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
-                                      testing::test_program("libps_fault.so")});
+                                      testing::test_program("libps_fault.so"), testing::test_program("ps_progress"),
+                                      PARASTACK_PROGRESS_LIB});
       // spank_pbs gives jobs PBS_JOBID, PBS_O_WORKDIR... as a site running Slurm's qsub has it do.
       cluster_->set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
     } catch (const std::exception& e) {
@@ -425,6 +426,31 @@ TEST_F(PbsOverSlurm, AHangIsDeletedWithQdelReportedAndMailed) {
   const std::string subject = "Subject: parastack: PBS job " + id + " hung: computation error on rank(s) 2";
   EXPECT_TRUE(await([&] { return mailbox().find(subject, mail_before) != std::string::npos; }, 60s))
       << mailbox().substr(mail_before);
+}
+
+// -- --mpi-progress=on: the job script runs with the progress library in front of its LD_PRELOAD
+// (the monitors, started before, without it), and the report names the rank that skipped a
+// collective from the ranks' own facts.
+TEST_F(PbsOverSlurm, MpiProgressOnNamesTheRankThatSkippedACollective) {
+  cluster().script("progress.sh", "#PBS -l nodes=1:ppn=8\nexport OMPI_MCA_mpi_yield_when_idle=1\n"
+                                  "echo \"preload=$LD_PRELOAD\"\nmpirun --oversubscribe " +
+                                      (cluster().bin() / "ps_progress").string() +
+                                      " --fault wrong-tag --fault-rank 2 --fault-after 5\n");
+  const auto library = cluster().bin() / "libparastack-progress.so";
+  const auto submitted = cluster().as_user({pbs_parastack(), "progress.sh", "--", "--mpi-progress=on",
+                                            "--mpi-progress-library=" + library.string()});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  const auto job = cluster().wait_ended(id, 600);
+  const auto err = read_file(cluster().jobs() / ("progress.sh.e" + id));
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << err;
+  EXPECT_NE(read_file(cluster().jobs() / ("progress.sh.o" + id)).find("preload=" + library.string()),
+            std::string::npos);
+  std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << err;
+  EXPECT_EQ(report["least_progressed"]["source"], "mpi-progress") << report["least_progressed"].dump(2);
+  EXPECT_EQ(report["least_progressed"]["ranks"], json::array({2})) << report["least_progressed"].dump(2);
 }
 
 // qsub -t: each index is a job of its own (its own PBS_JOBID) and gets a watchdog of its own, which

@@ -80,6 +80,36 @@ salloc_command classify(const std::vector<std::string>& args, std::string* launc
   return kind;
 }
 
+TEST(SpankOptions, TheProgressLibraryIsWantedByTheLastMpiProgressItemUsersWin) {
+  char library[VALUE_MAX];
+  EXPECT_EQ(parastack_progress_choice("", "", library), 0);
+  EXPECT_EQ(std::string(library).rfind('/', 0), 0u) << "the installed library is the default: " << library;
+  EXPECT_EQ(parastack_progress_choice("", "alpha=0.01,mpi-progress=on", library), 1);
+  EXPECT_EQ(parastack_progress_choice("mpi-progress=yes", "", library), 1);
+  EXPECT_EQ(parastack_progress_choice("mpi-progress=on", "mpi-progress=off", library), 0);
+  EXPECT_EQ(parastack_progress_choice("", "mpi-progress=on,mpi-progress=0", library), 0);
+  EXPECT_EQ(parastack_progress_choice("", "mpi-progress=onward", library), 0);
+  EXPECT_EQ(parastack_progress_choice("", "xmpi-progress=on", library), 0);
+  EXPECT_EQ(parastack_progress_choice("mpi-progress-library=/opt/p.so", "mpi-progress=true", library), 1);
+  EXPECT_STREQ(library, "/opt/p.so");
+  // Only an absolute path names the library.
+  parastack_progress_choice("", "mpi-progress-library=p.so,mpi-progress=1", library);
+  EXPECT_NE(std::string(library), "p.so");
+}
+
+TEST(SpankOptions, ThePreloadPutsTheLibraryFirstOnceAndFitsOrIsRefused) {
+  char out[64];
+  ASSERT_EQ(parastack_preload_value(out, sizeof out, "/l/p.so", ""), 0);
+  EXPECT_STREQ(out, "/l/p.so");
+  ASSERT_EQ(parastack_preload_value(out, sizeof out, "/l/p.so", "/u/mine.so"), 0);
+  EXPECT_STREQ(out, "/l/p.so:/u/mine.so");
+  ASSERT_EQ(parastack_preload_value(out, sizeof out, "/l/p.so", "/u/mine.so:/l/p.so"), 0);
+  EXPECT_STREQ(out, "/u/mine.so:/l/p.so");
+  ASSERT_EQ(parastack_preload_value(out, sizeof out, "/l/p.so", "/l/p.so.old"), 0);
+  EXPECT_STREQ(out, "/l/p.so:/l/p.so.old");
+  EXPECT_EQ(parastack_preload_value(out, 10, "/l/p.so", "/u/mine.so"), -1);
+}
+
 TEST(SpankOptions, WhatSallocRunsDecidesWhetherItsRanksCanBeWatched) {
   std::string launcher;
   EXPECT_EQ(classify({"sbatch", "--parastack", "mpirun", "job.sh"}), NOT_SALLOC);

@@ -263,6 +263,35 @@ std::string script_path_for_csh(const std::string& text) {
   return path;
 }
 
+// mpi-progress=on among the monitors' job options (the site's defaults, then the user's; the last
+// of each name wins): the job's ranks get the progress library, in front of the script's
+// LD_PRELOAD, so that mpirun hands it to the ranks it starts. Set after the monitors have started
+// (they are MPI programs and keep no page). A library that cannot be read is said and left out.
+void preload_progress_library(const std::vector<std::string>& monitor) {
+  bool wanted = false;
+  std::string library = PARASTACK_PROGRESS_LIBRARY;
+  for (std::size_t i = 0; i + 1 < monitor.size(); ++i) {
+    if (monitor[i] != "--job-options") continue;
+    std::stringstream items(monitor[i + 1]);
+    for (std::string item; std::getline(items, item, ',');) {
+      const auto equals = item.find('=');
+      if (equals == std::string::npos) continue;
+      const std::string name = item.substr(0, equals), value = item.substr(equals + 1);
+      if (name == "mpi-progress") wanted = value == "on" || value == "yes" || value == "true" || value == "1";
+      if (name == "mpi-progress-library" && !value.empty()) library = value;
+    }
+  }
+  if (!wanted) return;
+  if (::access(library.c_str(), R_OK) != 0) {
+    std::cerr << "pbs_parastack: mpi-progress: cannot read " << library << " (" << std::strerror(errno)
+              << "); the job runs without it\n";
+    return;
+  }
+  const std::string existing = environment("LD_PRELOAD");
+  if ((":" + existing + ":").find(":" + library + ":") != std::string::npos) return;
+  ::setenv("LD_PRELOAD", (library + (existing.empty() ? "" : ":" + existing)).c_str(), 1);
+}
+
 }  // namespace
 
 int run_in_job(const std::vector<std::string>& args) {
@@ -288,6 +317,7 @@ int run_in_job(const std::vector<std::string>& args) {
   try {
     options = parse_in_job(args);
     start_monitors(monitors_command(options), fd);
+    preload_progress_library(options.monitor);
   } catch (const std::exception& e) {
     std::cerr << "pbs_parastack: " << e.what() << "; this job runs unwatched\n";
     std::cerr.flush();

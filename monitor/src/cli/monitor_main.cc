@@ -57,6 +57,10 @@ struct MonitorOptions {
   // The exit status after a confirmed hang. The plugin asks for 0: the verdict is already in the
   // job's stderr, and a non-zero status makes the monitors' srun add a line of its own there.
   int hang_exit_status = kExitHang;
+  // --mpi-progress: the job's ranks were given the progress library (the SPANK plugin and
+  // pbs_parastack preload it when the job asks; the monitors only read what it keeps).
+  bool mpi_progress = false;
+  std::string progress_library = PARASTACK_PROGRESS_LIBRARY;
   bool check_options = false, list_options = false;
   // --stacks: print the job's merged stacks once and exit (parastack stacks across nodes).
   bool stacks = false;
@@ -322,6 +326,12 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
       ->capture_default_str();
   app.add_option("--stack-format", options.stack_format, "--stacks: text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
+      ->capture_default_str();
+  app.add_option("--mpi-progress", options.mpi_progress,
+                 "on: the ranks get the MPI progress library, and a hang's report names the least-progressed ranks "
+                 "of a communication hang (docs/diagnosis.md)")
+      ->default_str("off");
+  app.add_option("--mpi-progress-library", options.progress_library, "The library mpi-progress=on preloads")
       ->capture_default_str();
   app.add_flag("--mail", options.mail,
                "With --slurm-job or --pbs-job: mail the hang report to the job's --mail-user (Slurm) or --mail-to, "
