@@ -115,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_REQUIRE(bounded_length(library) < VALUE_MAX && library[0] == '/');
   bool expect_wanted = false;
   std::string expect_library;
-  for (const std::string list : {std::string(s.defaults), std::string(kept)}) {
+  for (const std::string& list : {std::string(s.defaults), std::string(kept)}) {
     std::stringstream items(list);
     for (std::string item; std::getline(items, item, ',');) {
       if (item.starts_with("mpi-progress=")) {
