@@ -14,10 +14,14 @@ using Op = WaitOperation;
 
 std::string peer_words(int peer) {
   switch (peer) {
-    case Op::kAnySource: return "any rank";
-    case Op::kUnknownPeer: return "an unknown rank";
-    case Op::kNullPeer: return "MPI_PROC_NULL";
-    default: return "rank " + std::to_string(peer);
+    case Op::kAnySource:
+      return "any rank";
+    case Op::kUnknownPeer:
+      return "an unknown rank";
+    case Op::kNullPeer:
+      return "MPI_PROC_NULL";
+    default:
+      return "rank " + std::to_string(peer);
   }
 }
 
@@ -25,8 +29,10 @@ std::string tag_words(int tag) { return tag == Op::kAnyTag ? "any tag" : "tag " 
 
 std::string operation_words(const Op& op) {
   switch (op.kind) {
-    case Op::Kind::Send: return "a send to " + peer_words(op.peer) + ", " + tag_words(op.tag);
-    case Op::Kind::Receive: return "a receive from " + peer_words(op.peer) + ", " + tag_words(op.tag);
+    case Op::Kind::Send:
+      return "a send to " + peer_words(op.peer) + ", " + tag_words(op.tag);
+    case Op::Kind::Receive:
+      return "a receive from " + peer_words(op.peer) + ", " + tag_words(op.tag);
     case Op::Kind::Collective:
       return "collective #" + std::to_string(op.sequence) + " on comm " + comm_name(op.comm);
   }
@@ -192,11 +198,14 @@ std::string comm_name(std::uint64_t id) {
 
 std::string describe(const RankProgress& r) {
   switch (r.activity) {
-    case RankProgress::Activity::Outside: return "outside MPI";
-    case RankProgress::Activity::Other: return "in " + r.call;
+    case RankProgress::Activity::Outside:
+      return "outside MPI";
+    case RankProgress::Activity::Other:
+      return "in " + r.call;
     case RankProgress::Activity::Send:
     case RankProgress::Activity::Receive:
-    case RankProgress::Activity::Collective: return r.call + ": " + operation_words(r.operation);
+    case RankProgress::Activity::Collective:
+      return r.call + ": " + operation_words(r.operation);
     case RankProgress::Activity::SendReceive:
       return r.call + ": " + operation_words(r.operation) + " and a send to " + peer_words(r.send_peer);
     case RankProgress::Activity::Wait: {
@@ -312,8 +321,9 @@ ProgressAnalysis analyse_progress(std::span<const RankProgress> ranks, int world
     const bool all_outside = std::all_of(ranks.begin(), ranks.end(), [](const RankProgress& r) {
       return r.activity == RankProgress::Activity::Outside;
     });
-    s += all_outside ? "every rank is outside MPI." : "the ranks in MPI wait for nothing another rank owes them "
-                                                     "(a hang inside MPI, or collectives that do not match).";
+    s += all_outside ? "every rank is outside MPI."
+                     : "the ranks in MPI wait for nothing another rank owes them "
+                       "(a hang inside MPI, or collectives that do not match).";
   } else if (lp.empty()) {
     s = "every rank waits on another rank that waits in turn; no rank is behind the others.";
   } else {

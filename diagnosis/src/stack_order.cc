@@ -57,7 +57,8 @@ StackOrder order_by_stacks(std::span<const RankStack> ranks) {
   });
   const auto& groups = order.groups;
   if (groups.size() < 2) {
-    order.why = groups.empty() ? "no stacks" : "every rank waits at the same place; the stacks cannot tell who is behind";
+    order.why =
+        groups.empty() ? "no stacks" : "every rank waits at the same place; the stacks cannot tell who is behind";
     return order;
   }
 

@@ -26,8 +26,12 @@ using testing::read_file;
 using testing::SlurmCluster;
 
 std::vector<std::string> binaries() {
-  return {PARASTACK_MONITOR_BIN, PARASTACK_SPANK_PLUGIN, testing::test_program("ps_solver"),
-          testing::test_program("libps_fault.so"), testing::test_program("ps_progress"), PARASTACK_PROGRESS_LIB};
+  return {PARASTACK_MONITOR_BIN,
+          PARASTACK_SPANK_PLUGIN,
+          testing::test_program("ps_solver"),
+          testing::test_program("libps_fault.so"),
+          testing::test_program("ps_progress"),
+          PARASTACK_PROGRESS_LIB};
 }
 
 // Waits until nothing of the job is left (its cgroups go a moment after the job ends).
@@ -282,10 +286,10 @@ TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
 // mpirun hands it to the ranks, and the report of a rank that skipped a collective names that rank
 // from the ranks' own facts (docs/diagnosis.md, "Who is behind").
 TEST_F(SlurmPlugin, MpiProgressOnNamesTheRankThatSkippedACollective) {
-  const auto script = cluster().script(
-      "progress.sh", "export OMPI_MCA_mpi_yield_when_idle=1\necho \"preload=$LD_PRELOAD\"\nmpirun " +
-                         (cluster().bin() / "ps_progress").string() +
-                         " --fault skip-collective --fault-rank 3 --fault-after 5\n");
+  const auto script =
+      cluster().script("progress.sh", "export OMPI_MCA_mpi_yield_when_idle=1\necho \"preload=$LD_PRELOAD\"\nmpirun " +
+                                          (cluster().bin() / "ps_progress").string() +
+                                          " --fault skip-collective --fault-rank 3 --fault-after 5\n");
   const auto library = cluster().bin() / "libparastack-progress.so";
   const auto id = cluster().submit({"-n", "8", "-o", "progress.out", "-e", "progress.err",
                                     "--parastack=mpi-progress=on,mpi-progress-library=" + library.string(), script});

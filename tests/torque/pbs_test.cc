@@ -334,9 +334,9 @@ class PbsOverSlurm : public ::testing::Test {
   static void SetUpTestSuite() {
     if (SlurmCluster::unavailable() || ::access("/usr/bin/qsub", X_OK) != 0) return;
     try {
-      cluster_ = new SlurmCluster(0, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
-                                      testing::test_program("libps_fault.so"), testing::test_program("ps_progress"),
-                                      PARASTACK_PROGRESS_LIB});
+      cluster_ = new SlurmCluster(
+          0, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
+              testing::test_program("libps_fault.so"), testing::test_program("ps_progress"), PARASTACK_PROGRESS_LIB});
       // spank_pbs gives jobs PBS_JOBID, PBS_O_WORKDIR... as a site running Slurm's qsub has it do.
       cluster_->set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
     } catch (const std::exception& e) {
@@ -432,13 +432,14 @@ TEST_F(PbsOverSlurm, AHangIsDeletedWithQdelReportedAndMailed) {
 // (the monitors, started before, without it), and the report names the rank that skipped a
 // collective from the ranks' own facts.
 TEST_F(PbsOverSlurm, MpiProgressOnNamesTheRankThatSkippedACollective) {
-  cluster().script("progress.sh", "#PBS -l nodes=1:ppn=8\nexport OMPI_MCA_mpi_yield_when_idle=1\n"
-                                  "echo \"preload=$LD_PRELOAD\"\nmpirun --oversubscribe " +
-                                      (cluster().bin() / "ps_progress").string() +
-                                      " --fault wrong-tag --fault-rank 2 --fault-after 5\n");
+  cluster().script("progress.sh",
+                   "#PBS -l nodes=1:ppn=8\nexport OMPI_MCA_mpi_yield_when_idle=1\n"
+                   "echo \"preload=$LD_PRELOAD\"\nmpirun --oversubscribe " +
+                       (cluster().bin() / "ps_progress").string() +
+                       " --fault wrong-tag --fault-rank 2 --fault-after 5\n");
   const auto library = cluster().bin() / "libparastack-progress.so";
-  const auto submitted = cluster().as_user({pbs_parastack(), "progress.sh", "--", "--mpi-progress=on",
-                                            "--mpi-progress-library=" + library.string()});
+  const auto submitted = cluster().as_user(
+      {pbs_parastack(), "progress.sh", "--", "--mpi-progress=on", "--mpi-progress-library=" + library.string()});
   ASSERT_EQ(submitted.status, 0) << submitted.err;
   const std::string id = first_line(submitted.out);
   const auto job = cluster().wait_ended(id, 600);

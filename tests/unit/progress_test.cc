@@ -156,7 +156,9 @@ TEST(Progress, PendingRequestsOfAWaitAreEdgesAndMpiProcNullIsNobody) {
   r0.activity = Activity::Wait;
   r0.call = "MPI_Waitall";
   r0.wait_total = 3;
-  r0.waits = {{Kind::Receive, 2, 4, kWorld, 0}, {Kind::Send, 1, 4, kWorld, 0}, {Kind::Receive, WaitOperation::kNullPeer, 4, kWorld, 0}};
+  r0.waits = {{Kind::Receive, 2, 4, kWorld, 0},
+              {Kind::Send, 1, 4, kWorld, 0},
+              {Kind::Receive, WaitOperation::kNullPeer, 4, kWorld, 0}};
   std::vector<RankProgress> ranks{r0, rank_at(1, 3, 1), rank_at(2, 3, 1)};
   const auto a = analyse_progress(ranks, 3);
   ASSERT_EQ(a.edges.size(), 2u);

@@ -34,7 +34,8 @@ TEST(StackOrder, TheGroupAtTheEarlierCallSiteOfOneFunctionIsBehind) {
 }
 
 TEST(StackOrder, WhereInsideMpiARankWaitsDoesNotSplitAGroup) {
-  std::vector<RankStack> ranks{at(0, {"main", "MPI_Barrier"}, {0x20, 0x111}), at(1, {"main", "MPI_Barrier"}, {0x20, 0x222})};
+  std::vector<RankStack> ranks{at(0, {"main", "MPI_Barrier"}, {0x20, 0x111}),
+                               at(1, {"main", "MPI_Barrier"}, {0x20, 0x222})};
   const auto o = order_by_stacks(ranks);
   ASSERT_EQ(o.groups.size(), 1u);
   EXPECT_TRUE(o.least_progressed.empty());
@@ -42,7 +43,8 @@ TEST(StackOrder, WhereInsideMpiARankWaitsDoesNotSplitAGroup) {
 }
 
 TEST(StackOrder, PathsPartingInDifferentFunctionsOrUnknownSitesCannotBeOrdered) {
-  std::vector<RankStack> ranks{at(0, {"main", "a", "MPI_Recv"}, {0x10, 0x4, 0}), at(1, {"main", "b", "MPI_Recv"}, {0x10, 0x4, 0}),
+  std::vector<RankStack> ranks{at(0, {"main", "a", "MPI_Recv"}, {0x10, 0x4, 0}),
+                               at(1, {"main", "b", "MPI_Recv"}, {0x10, 0x4, 0}),
                                at(2, {"main", "MPI_Barrier"}, {0, 0})};
   const auto o = order_by_stacks(ranks);
   EXPECT_EQ(o.groups.size(), 3u);
@@ -53,7 +55,8 @@ TEST(StackOrder, PathsPartingInDifferentFunctionsOrUnknownSitesCannotBeOrdered) 
 TEST(StackOrder, SeveralEarliestGroupsAreAllNamed) {
   // main calls f (rank 0) and g (rank 1) through one call site (a function pointer): no order
   // between them, both before +0x90.
-  std::vector<RankStack> ranks{at(0, {"main", "f", "MPI_Recv"}, {0x10, 0x10, 0}), at(1, {"main", "g", "MPI_Send"}, {0x10, 0x10, 0}),
+  std::vector<RankStack> ranks{at(0, {"main", "f", "MPI_Recv"}, {0x10, 0x10, 0}),
+                               at(1, {"main", "g", "MPI_Send"}, {0x10, 0x10, 0}),
                                at(2, {"main", "MPI_Barrier"}, {0x90, 0}), at(3, {"main", "MPI_Barrier"}, {0x90, 0})};
   const auto o = order_by_stacks(ranks);
   ASSERT_EQ(o.least_progressed.size(), 2u);

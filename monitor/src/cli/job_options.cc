@@ -9,9 +9,9 @@
 namespace parastack::cli {
 
 const std::vector<std::string> kJobOptions{
-    "alpha", "budget", "horizon", "thresholds", "bound",  "stasis", "stasis-min", "interval", "max-interval",   "sets",
-    "turn",  "window", "ranks",   "action",     "report", "grace",  "log-level",  "seed",     "monitor-timeout",
-    "mpi-progress", "mpi-progress-library"};
+    "alpha",    "budget",       "horizon",   "thresholds", "bound",           "stasis",       "stasis-min",
+    "interval", "max-interval", "sets",      "turn",       "window",          "ranks",        "action",
+    "report",   "grace",        "log-level", "seed",       "monitor-timeout", "mpi-progress", "mpi-progress-library"};
 
 std::vector<std::string> expand_job_options(const std::vector<std::string>& argv) {
   std::vector<std::string> direct, chosen_order;

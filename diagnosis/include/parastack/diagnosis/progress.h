@@ -53,14 +53,14 @@ struct CommProgress {
 // One rank's facts at the hang.
 struct RankProgress {
   enum class Activity { Outside, Send, Receive, SendReceive, Wait, Collective, Other };
-  Rank rank = 0;                    // world rank
+  Rank rank = 0;  // world rank
   Activity activity = Activity::Outside;
-  std::string call;                 // the MPI function it is in ("MPI_Allreduce"); empty outside
-  WaitOperation operation;          // Send, Receive, SendReceive (the receive), Collective
+  std::string call;                             // the MPI function it is in ("MPI_Allreduce"); empty outside
+  WaitOperation operation;                      // Send, Receive, SendReceive (the receive), Collective
   int send_peer = WaitOperation::kUnknownPeer;  // SendReceive: the destination
-  std::vector<WaitOperation> waits;  // Wait: the pending operations known
-  std::size_t wait_total = 0;        // Wait: how many requests the call waits for
-  bool wait_any = false;             // Wait: any one completing is progress (Waitany, Waitsome)
+  std::vector<WaitOperation> waits;             // Wait: the pending operations known
+  std::size_t wait_total = 0;                   // Wait: how many requests the call waits for
+  bool wait_any = false;                        // Wait: any one completing is progress (Waitany, Waitsome)
   std::vector<CommProgress> comms;
   std::uint64_t completed = 0, polls = 0, entries = 0;
 };
@@ -73,13 +73,13 @@ struct WaitEdge {
 };
 
 struct ProgressAnalysis {
-  std::vector<WaitEdge> edges;                 // sorted by (from, to)
-  std::vector<std::vector<Rank>> deadlocks;    // cycles of point-to-point waits: a true deadlock
-  std::vector<std::vector<Rank>> cycles;       // other cycles (through a collective), LP-pruned
-  std::vector<Rank> least_progressed;          // sorted
-  std::vector<WaitEdge> chain;                 // from a typical waiting rank to an LP rank
-  std::vector<Rank> without_facts;             // ranks the analysis had no page for
-  std::string summary;                         // one paragraph, in words
+  std::vector<WaitEdge> edges;               // sorted by (from, to)
+  std::vector<std::vector<Rank>> deadlocks;  // cycles of point-to-point waits: a true deadlock
+  std::vector<std::vector<Rank>> cycles;     // other cycles (through a collective), LP-pruned
+  std::vector<Rank> least_progressed;        // sorted
+  std::vector<WaitEdge> chain;               // from a typical waiting rank to an LP rank
+  std::vector<Rank> without_facts;           // ranks the analysis had no page for
+  std::string summary;                       // one paragraph, in words
 };
 
 // The ranks' facts, one entry per rank (any order). Ranks missing from the list are reported in

@@ -38,7 +38,7 @@ struct StackGroup {
 };
 
 struct StackOrder {
-  std::vector<StackGroup> groups;            // largest first, then by lowest rank
+  std::vector<StackGroup> groups;             // largest first, then by lowest rank
   std::vector<std::size_t> least_progressed;  // indices into groups; empty: the stacks cannot tell
   std::string why;                            // in words, whichever way it went
 };
