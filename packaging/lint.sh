@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The code checks a change must pass: clang-format on the lines it changed, and clang-tidy (the
-# bug-finding checks of .clang-tidy) on the C++ files it touched, using the build's compile
-# commands. "The change" is everything since BASE (default: the merge base with origin/main, else
+# The code checks a change must pass: clang-format on the C and C++ lines it changed, and
+# clang-tidy (the bug-finding checks of .clang-tidy) on the C++ files it touched, using the build's
+# compile commands. "The change" is everything since BASE (default: the merge base with origin/main, else
 # the previous commit).
 # Usage: packaging/lint.sh [BASE] [BUILD_DIR (default build)]
 set -euo pipefail
@@ -16,15 +16,15 @@ if [ -z "$base" ]; then
   echo "lint: no earlier commit to compare with (a shallow clone?); nothing checked"
   exit 0
 fi
-mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- '*.cc' '*.h' | grep -v '^build' || true)
+mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- '*.cc' '*.h' '*.c' | grep -v '^build' || true)
 if [ ${#files[@]} -eq 0 ]; then
-  echo "lint: no C++ file changed since $(git rev-parse --short "$base")"
+  echo "lint: no C or C++ file changed since $(git rev-parse --short "$base")"
   exit 0
 fi
 status=0
-echo "== lint: ${#files[@]} C++ file(s) changed since $(git rev-parse --short "$base")"
+echo "== lint: ${#files[@]} C/C++ file(s) changed since $(git rev-parse --short "$base")"
 # Formatting, on the changed lines only: the older code is not reformatted wholesale.
-if ! formatting=$(git clang-format --quiet --diff --extensions cc,h "$base" -- "${files[@]}" 2>&1); then :; fi
+if ! formatting=$(git clang-format --quiet --diff --extensions cc,h,c "$base" -- "${files[@]}" 2>&1); then :; fi
 if [ -n "$formatting" ] && ! grep -q "^no modified files\|did not modify any files" <<<"$formatting"; then
   echo "$formatting"
   echo "lint: the lines above are not formatted as .clang-format says (git clang-format $base fixes them)"
