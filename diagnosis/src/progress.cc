@@ -254,8 +254,14 @@ ProgressAnalysis analyse_progress(std::span<const RankProgress> ranks, int world
     if (has_exit.count(c)) continue;  // it waits on somebody outside it: not where it started
     if (members.size() == 1) {
       // A single rank nobody waits on is not a suspect (a finished or idle rank); one with no
-      // facts is never named: we do not know what it does.
-      if (waited_on.count(c) && index.by_rank.count(members.front())) lp.insert(members.front());
+      // facts is never named: we do not know what it does. Nor is one in an MPI call whose wait the
+      // library does not record (Other: a polling loop, a call it does not decode): it waits on
+      // somebody, we cannot say whom.
+      const auto facts = index.by_rank.find(members.front());
+      if (waited_on.count(c) && facts != index.by_rank.end() &&
+          facts->second->activity != RankProgress::Activity::Other) {
+        lp.insert(members.front());
+      }
       continue;
     }
     // A cycle. Collective edges inside it point at ranks that are behind the waiter.
@@ -325,7 +331,15 @@ ProgressAnalysis analyse_progress(std::span<const RankProgress> ranks, int world
                      : "the ranks in MPI wait for nothing another rank owes them "
                        "(a hang inside MPI, or collectives that do not match).";
   } else if (lp.empty()) {
-    s = "every rank waits on another rank that waits in turn; no rank is behind the others.";
+    std::vector<Rank> unknown_waits;
+    for (const auto& r : ranks) {
+      if (r.activity == RankProgress::Activity::Other) unknown_waits.push_back(r.rank);
+    }
+    s = unknown_waits.empty()
+            ? "every rank waits on another rank that waits in turn; no rank is behind the others."
+            : "no rank found behind: rank(s) " + rank_list(unknown_waits) +
+                  " wait in calls whose wait the library does not record (a polling loop around MPI_Test "
+                  "or MPI_Iprobe, or a call it does not follow), so it cannot tell on whom they wait.";
   } else {
     s = "least-progressed rank(s): " + rank_list(analysis.least_progressed) + ".";
     for (const auto& d : analysis.deadlocks) s += " Ranks " + rank_list(d) + " wait on each other (a deadlock).";

@@ -15,6 +15,17 @@ std::uint64_t add_rank(std::uint64_t signature, std::size_t index, std::uint64_t
   return mix64(signature ^ mix64(index + 1) ^ path);
 }
 
+// Where the rank is for stillness: its path; with the progress library also how many MPI calls it
+// has completed, so a rank that completed one between two samples moved even if it is back at the
+// same call site (a loop around one MPI call). A busy-waiting rank's count is all that says whether
+// its wait ended: whichever polling call, loop code or work between polls a sample finds it in, it
+// has not moved while its count stands.
+std::uint64_t place_of(const RankSnapshot& s, bool busy_waiting) {
+  if (!s.mpi_completed) return s.path;
+  constexpr std::uint64_t kCounted = 0x70726f6772657373ULL, kWaiting = 0x77616974696e6721ULL;
+  return mix64((busy_waiting ? kWaiting : s.path) ^ mix64(*s.mpi_completed ^ kCounted));
+}
+
 // 0 means unknown and kEveryoneWaiting no active rank: no signature may be either.
 std::uint64_t finish(std::uint64_t signature) {
   return signature == 0 || signature == kEveryoneWaiting ? signature + 1 : signature;
@@ -38,25 +49,31 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   }
   Observation o{t, set, 0, 0};
   std::uint64_t path = kSignatureSeed, active_path = kSignatureSeed;
-  std::size_t known = 0, waiting = 0, active = 0;
+  std::size_t known = 0, waiting = 0, active = 0, counts = 0;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& s = targets[i];
     o.n_out += s.state == RankState::OutMpi ? 1 : 0;
     o.n += s.state != RankState::Unknown ? 1 : 0;
     o.polling |= in_polling_call(s);
-    if (busy_waiting(s)) {
+    const bool waits = busy_waiting(s) || (s.mpi_completed && s.mpi_polled);
+    counts += s.mpi_completed ? 1 : 0;
+    const bool placed = s.path != 0 || (waits && s.mpi_completed);  // place_of() knows where it is
+    if (waits && !s.mpi_completed) {
       ++waiting;
-    } else if (s.path != 0) {
+    } else if (placed) {
+      // Active: a rank outside a polling loop, or a busy-waiting one whose count tells whether it
+      // is still waiting (it then counts as in MPI, as a rank blocked in a receive does).
       ++active;
-      active_path = add_rank(active_path, i, s.path);
-      o.active_out += s.state == RankState::OutMpi ? 1 : 0;
+      active_path = add_rank(active_path, i, place_of(s, waits));
+      o.active_out += s.state == RankState::OutMpi && !waits ? 1 : 0;
     }
-    if (s.path == 0) continue;
+    if (!placed) continue;
     ++known;
-    path = add_rank(path, i, s.path);
+    path = add_rank(path, i, place_of(s, waits));
   }
   const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
   o.path = enough(known) ? finish(path) : 0;
+  o.counted = counts > 0 && waiting == 0;
   o.active_path = !enough(active + waiting) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
   if (has_active_rank(o)) {
     o.active_ranks = static_cast<int>(active);

@@ -148,8 +148,11 @@ void StasisModel::add_link(bool still) {
 namespace {
 
 // Some ranks busy-wait beside the active ones: they may be the ones working (hpcc's RandomAccess
-// applies its updates inside its MPI_Testany loop), which stacks cannot see.
-bool beside_waiters(const Observation& o) { return o.polling || o.n_out > o.active_out; }
+// applies its updates inside its MPI_Testany loop), which stacks cannot see. With the progress
+// library's counts for every poller, only a rank that could not be placed is such a rank.
+bool beside_waiters(const Observation& o) {
+  return o.counted ? o.n > o.active_ranks : o.polling || o.n_out > o.active_out;
+}
 
 }  // namespace
 

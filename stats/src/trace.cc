@@ -71,6 +71,10 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     if (!polling->is_boolean()) return TraceError{"\"polling\" must be true or false"};
     observation.polling = polling->get<bool>();
   }
+  if (auto counted = json.find("counted"); counted != json.end()) {
+    if (!counted->is_boolean()) return TraceError{"\"counted\" must be true or false"};
+    observation.counted = counted->get<bool>();
+  }
   if (json.contains("active")) {
     if (auto bad = read_hex("active", observation.active_path)) return *bad;
     if (json.contains("active_out") && !read_field(json, "active_out", observation.active_out, error)) {
@@ -99,6 +103,7 @@ std::string format_trace_line(const Observation& o) {
     json["path"] = hex;
   }
   if (o.polling) json["polling"] = true;
+  if (o.counted) json["counted"] = true;
   if (o.path != 0 || o.active_path != 0) {
     // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.
     char hex[17];

@@ -22,6 +22,9 @@ std::string entry_name(std::string_view function) {
 bool same_function(std::string_view a, std::string_view b) { return entry_name(a) == entry_name(b); }
 
 bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
+  // The progress library's count: an MPI call completed in between (a polling rank whose test
+  // succeeded is working, not waiting). A count that went down is another process's page.
+  if (from.mpi_completed && to.mpi_completed && *to.mpi_completed > *from.mpi_completed) return true;
   if (from.state == RankState::InMpi && to.state == RankState::InMpi) {
     if (same_function(from.mpi_function, to.mpi_function)) {
       // The same call from another call site (both paths known) is a step through the code too.

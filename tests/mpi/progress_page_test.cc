@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/proc.h"
 #include "sampler/progress_reader.h"
 #include "sampler/stack_sampler.h"
 #include "support/mpi_job.h"
@@ -385,6 +386,50 @@ TEST(ProgressPage, RankWithoutTheLibraryHasNone) {
   std::string problem;
   EXPECT_FALSE(read_progress_page(os::Pid{ranks[0].pid}, problem));
   EXPECT_EQ(problem, "no progress library in the rank");
+}
+
+// The counts the sampler reads with every sample (sampler::ProgressCounters): ranks polling in vain
+// (ps_target testpoll: an MPI_Test loop for a message the last rank never sends) show their polls
+// and no completed call; the last rank, computing, neither; a rank without the library nothing.
+TEST(ProgressPage, EverySampleReadsTheCountsOfCompletedCallsAndVainPolls) {
+  PreloadedJob job(3, test_program("ps_target"), {"testpoll", "compute"});
+  const auto ranks = job.wait_ready();
+  sampler::ProgressCounters counters;
+  std::vector<os::ProcessIdentity> identities;
+  for (const auto& r : ranks) {
+    const auto identity = os::identify(os::Pid{r.pid});
+    ASSERT_TRUE(identity.has_value()) << "rank " << r.rank;
+    identities.push_back(*identity);
+  }
+  // The first read of a rank has nothing to compare its polls with.
+  for (const auto& identity : identities) {
+    const auto first = counters.read(identity);
+    ASSERT_TRUE(first.has_value()) << "pid " << identity.pid.value;
+    EXPECT_FALSE(first->polled);
+  }
+  // A poller polls every few microseconds: the condition is awaited by reading, with a deadline.
+  for (int poller : {0, 1}) {
+    std::optional<sampler::ProgressCounters::Counts> before = counters.read(identities[poller]), now;
+    ASSERT_TRUE(before.has_value());
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    do now = counters.read(identities[poller]);
+    while (now && !now->polled && std::chrono::steady_clock::now() < deadline);
+    ASSERT_TRUE(now.has_value());
+    EXPECT_TRUE(now->polled) << "rank " << poller;
+    EXPECT_EQ(now->completed, before->completed) << "rank " << poller << ": its test never succeeds";
+  }
+  const auto computing = counters.read(identities[2]);
+  ASSERT_TRUE(computing.has_value());
+  const auto again = counters.read(identities[2]);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_FALSE(again->polled);
+  EXPECT_EQ(again->completed, computing->completed);
+
+  PreloadedJob plain(2, test_program("ps_progress"), {}, /*preload=*/false);
+  const auto plain_ranks = plain.wait_ready();
+  const auto identity = os::identify(os::Pid{plain_ranks[0].pid});
+  ASSERT_TRUE(identity.has_value());
+  EXPECT_FALSE(counters.read(*identity).has_value());
 }
 
 TEST(ProgressPage, ProcessGoneIsSaid) {

@@ -508,9 +508,14 @@ TEST(Run, ARankSpinningWhileTheOthersPollIsFound) {
 // between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
 // hung. Watched for three minutes, it must never raise an alarm, not even one that verification
 // then judges a slowdown.
-TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
-  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_poller"), "180"}));
+void expect_three_polling_minutes_without_an_alarm(std::vector<std::string> options) {
+  options.insert(options.end(), {"--log-level", "debug"});
+  WatchedRun run(options, mpirun(4, {test_program("ps_poller"), "180"}));
   ASSERT_EQ(run.wait(400s), 0) << tail(run.log());
+  const bool with_library = std::find(options.begin(), options.end(), "--mpi-progress") != options.end();
+  // With the library every observation carries the pollers' counts (the trace's "counted").
+  const std::string trace = read_file(run.dir() / "report.trace.jsonl");
+  EXPECT_EQ(trace.find("\"counted\":true") != std::string::npos, with_library) << trace.substr(0, 2000);
   // Its own output, whole: one line from rank 0, after at least 180 s.
   const std::string out = run.out();
   std::smatch line;
@@ -540,6 +545,41 @@ TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) {
     if (text.find("HANG") != std::string::npos || text.find("alarm at") != std::string::npos) alarms += text + "\n";
   }
   EXPECT_EQ(alarms, "") << "the log raised alarms";
+}
+
+TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) { expect_three_polling_minutes_without_an_alarm({}); }
+
+// The same with the progress library: its counts make every poller an active rank, still while
+// nothing completes (stats/set_signature.h), so the model-free rule watches this code as it
+// watches one whose ranks block; healthy, their tests keep succeeding and nothing ever stands.
+TEST(Run, AnAllPollingHealthyJobWithTheProgressLibraryRunsThreeMinutesWithoutAnAlarm) {
+  expect_three_polling_minutes_without_an_alarm({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB});
+}
+
+// hpcc's deadlock beside pollers (tests/programs/ps_poller.c --deadlock): rank 1 blocks in a
+// receive nobody sends 3 s after the start, the others poll for its halo for ever, hopping between
+// MPI_Test, MPI_Iprobe and their work. With the library their counts stand still, so the hang is
+// found by the model-free rule within seconds; the report names no poller as least progressed
+// (their page does not say on whom they wait).
+TEST(Run, WithTheProgressLibraryADeadlockBesidePollersIsFound) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB, "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_poller"), "600", "--deadlock", "1", "3"}));
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n" << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["verdict"], "hang");
+  EXPECT_EQ(report["hang_type"], "communication") << report["stacks"]["text"].get<std::string>();
+  const auto& behind = report["least_progressed"];
+  EXPECT_EQ(behind["source"], "mpi-progress") << behind.dump();
+  for (const auto& r : behind["ranks"]) EXPECT_EQ(r, 1) << "a poller named least progressed: " << behind.dump();
+  const auto onset = run.fault_time(1);
+  ASSERT_TRUE(onset.has_value()) << "the fault never fired";
+  const double delay = report["detected_at"].get<double>() - *onset;
+  EXPECT_GT(delay, 0.0);
+  EXPECT_LT(delay, 60.0) << tail(run.log());  // a sanity bound only
+  std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
 }
 
 // LAMMPS (Debian's lmp, built against Open MPI): a real application this project did not write.

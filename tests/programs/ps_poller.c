@@ -17,6 +17,10 @@
  *
  *   ps_poller SECONDS            run until SECONDS have passed on every rank (all stop together)
  *   ps_poller --iterations N     run exactly N iterations (the checksum is then reproducible)
+ *   ... --deadlock R AFTER       a hang of its own (no injector needed): rank R, at its first
+ *                                iteration AFTER seconds or more after MPI_Init, writes
+ *                                $PS_READY_DIR/fault.R and enters an MPI_Recv nobody matches; the
+ *                                others poll for its halo for ever (hpcc's deadlock beside pollers)
  *   PS_POLLER_CELLS=C            base cells per rank (default 20000)
  *
  * Rank 0 prints "iterations N elapsed S checksum X" (X: the sum of squares of the whole field,
@@ -150,15 +154,21 @@ __attribute__((noinline)) static void agree(double* values, int count, struct wo
 }
 
 int main(int argc, char** argv) {
-  double seconds = -1;
+  double seconds = -1, deadlock_after = -1;
   long iterations_wanted = -1;
+  int deadlock_rank = -1;
+  if (argc >= 4 && strcmp(argv[argc - 3], "--deadlock") == 0) {
+    deadlock_rank = atoi(argv[argc - 2]);
+    deadlock_after = atof(argv[argc - 1]);
+    argc -= 3;
+  }
   if (argc == 2 && strcmp(argv[1], "--iterations") != 0) {
     seconds = atof(argv[1]);
   } else if (argc == 3 && strcmp(argv[1], "--iterations") == 0) {
     iterations_wanted = atol(argv[2]);
   }
-  if (seconds <= 0 && iterations_wanted <= 0) {
-    fprintf(stderr, "usage: ps_poller SECONDS | ps_poller --iterations N\n");
+  if ((seconds <= 0 && iterations_wanted <= 0) || (deadlock_rank >= 0 && deadlock_after < 0)) {
+    fprintf(stderr, "usage: ps_poller SECONDS | ps_poller --iterations N  [--deadlock RANK AFTER_SECONDS]\n");
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -183,6 +193,13 @@ int main(int argc, char** argv) {
   long iterations = 0;
   double residual = 0;
   for (;;) {
+    if (rank == deadlock_rank && now() - start >= deadlock_after) {
+      char name[32];
+      snprintf(name, sizeof name, "fault.%d", rank);
+      write_ready_file(name);
+      double never;
+      MPI_Recv(&never, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 32000, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     double agreed[2] = {exchange_and_relax(&f, &w), 0};
     ++iterations;
     if (iterations_wanted > 0) {

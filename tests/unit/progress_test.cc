@@ -61,6 +61,26 @@ TEST(Progress, ARankThatSkippedACollectiveIsPrunedOutOfItsCycleWithTheNeighbourI
   EXPECT_EQ(a.cycles[0], (std::vector<Rank>{1, 2}));
 }
 
+// ps_poller --deadlock: rank 1 waits in a wildcard receive nobody sends; the others poll for its
+// halo (MPI_Test, MPI_Iprobe), which the page does not record. Pollers wait on somebody unknown:
+// they are never named, and with nobody else to name the analysis names nobody rather than a poller.
+TEST(Progress, RanksPollingInVainAreNeverTheLeastProgressed) {
+  std::vector<RankProgress> ranks{rank_at(0, 4, 3), receiving(1, 4, 3, WaitOperation::kAnySource), rank_at(2, 4, 3),
+                                  rank_at(3, 4, 3)};
+  for (Rank r : {0u, 2u, 3u}) {
+    ranks[r].activity = Activity::Other;
+    ranks[r].call = "a polling loop (MPI_Test)";
+  }
+  const auto a = analyse_progress(ranks, 4);
+  EXPECT_EQ(a.edges.size(), 3u);  // the wildcard receive still waits on every other member
+  EXPECT_TRUE(a.least_progressed.empty());
+  EXPECT_NE(a.summary.find("rank(s) 0,2-3 wait in calls whose wait the library does not record"), std::string::npos)
+      << a.summary;
+  // The same ranks outside MPI (computing) are where the job stopped.
+  for (Rank r : {0u, 2u, 3u}) ranks[r].activity = Activity::Outside;
+  EXPECT_EQ(analyse_progress(ranks, 4).least_progressed, (std::vector<Rank>{0, 2, 3}));
+}
+
 TEST(Progress, TwoRanksReceivingFromEachOtherAreADeadlockAndBothLeastProgressed) {
   std::vector<RankProgress> ranks{in_collective(0, 5, 8), receiving(1, 5, 7, 2, 99), receiving(2, 5, 7, 1, 99),
                                   in_collective(3, 5, 8), in_collective(4, 5, 8)};

@@ -65,6 +65,87 @@ TEST(SetSignatures, TooFewKnownRanksGiveNoSignature) {
   EXPECT_NE(a.active_path, b.active_path);
 }
 
+// With the progress library a sample also carries the rank's count of completed MPI calls.
+RankSnapshot counted(RankSnapshot s, std::uint64_t completed) {
+  s.mpi_completed = completed;
+  return s;
+}
+
+TEST(SetSignatures, ACompletedMpiCallIsMovementAtTheSameCallSite) {
+  SetSignatures signatures;
+  // A loop around one MPI_Allreduce: the same paths at every sample, but calls completed between.
+  const auto a = signatures.observe(1, 0, {counted(in_mpi("MPI_Allreduce", 10), 5), counted(out(11), 7)});
+  const auto b = signatures.observe(2, 0, {counted(in_mpi("MPI_Allreduce", 10), 6), counted(out(11), 7)});
+  const auto c = signatures.observe(3, 0, {counted(in_mpi("MPI_Allreduce", 10), 6), counted(out(11), 7)});
+  EXPECT_NE(a.path, b.path);
+  EXPECT_NE(a.active_path, b.active_path);
+  // Nothing completed and nobody moved: still, as without the library.
+  EXPECT_EQ(b.path, c.path);
+  EXPECT_EQ(b.active_path, c.active_path);
+  EXPECT_NE(c.path, 0u);
+  // A rank whose count is unknown (its page unreadable) is judged by its path alone.
+  const auto d = signatures.observe(4, 0, {in_mpi("MPI_Allreduce", 10), out(11)});
+  const auto e = signatures.observe(5, 0, {in_mpi("MPI_Allreduce", 10), out(11)});
+  EXPECT_EQ(d.path, e.path);
+}
+
+TEST(SetSignatures, APollerWithACountIsActiveAndMovesWhenATestSucceeds) {
+  SetSignatures signatures;
+  // Rank 0 polls in its loop (place 20); rank 1 computes at 7.
+  const auto a = signatures.observe(1, 0, {counted(in_mpi("MPI_Test", 20), 3), counted(out(7), 1)});
+  const auto b = signatures.observe(2, 0, {counted(out(20), 3), counted(out(7), 1)});
+  const auto c = signatures.observe(3, 0, {counted(in_mpi("MPI_Test", 20), 4), counted(out(7), 1)});
+  // Hopping between the test and its loop with nothing completed is not movement; a test that
+  // found its message is. With its count the poller is an active rank, waiting inside MPI.
+  EXPECT_EQ(a.path, b.path);
+  EXPECT_NE(b.path, c.path);
+  EXPECT_EQ(a.active_path, b.active_path);
+  EXPECT_NE(b.active_path, c.active_path);
+  EXPECT_EQ(c.active_ranks, 2);
+  EXPECT_EQ(b.active_out, 1);  // the computing rank; the poller seen in its loop code waits
+  // Which polling call or loop a counted poller is found in does not matter, only its count.
+  const auto d = signatures.observe(4, 0, {counted(in_mpi("MPI_Iprobe", 21), 4), counted(out(7), 1)});
+  EXPECT_EQ(c.active_path, d.active_path);
+  EXPECT_EQ(c.path, d.path);
+}
+
+TEST(SetSignatures, ACountedRankThatPolledInVainWaitsWhereverItIsFound) {
+  SetSignatures signatures;
+  // Rank 0 waits for a halo that never comes: between its polls it works (place 30, never seen
+  // polling). Its page says it polled in vain since the last look, and completed nothing.
+  RankSnapshot working = counted(out(30), 12);
+  working.mpi_polled = true;
+  RankSnapshot polling = counted(in_mpi("MPI_Test", 20), 12);
+  polling.mpi_polled = true;
+  const auto a = signatures.observe(1, 0, {working, counted(in_mpi("MPI_Recv", 8), 4)});
+  const auto b = signatures.observe(2, 0, {polling, counted(in_mpi("MPI_Recv", 8), 4)});
+  EXPECT_EQ(a.active_path, b.active_path);
+  EXPECT_EQ(a.path, b.path);
+  EXPECT_EQ(a.active_out, 0);  // it waits: counted as in MPI
+  EXPECT_TRUE(a.counted);
+  // Without the polls it is a rank at work in its own code: there, moving is moving.
+  const auto c = signatures.observe(3, 0, {counted(out(30), 12), counted(in_mpi("MPI_Recv", 8), 4)});
+  EXPECT_NE(c.active_path, b.active_path);
+  EXPECT_EQ(c.active_out, 1);
+}
+
+TEST(SetSignatures, ASetOfCountedPollersIsWatched) {
+  SetSignatures signatures;
+  // Every rank polls: without counts nobody is active; with them, everybody is.
+  const auto a = signatures.observe(1, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Iprobe", 21)});
+  EXPECT_EQ(a.active_path, kEveryoneWaiting);
+  const auto b = signatures.observe(2, 0, {counted(in_mpi("MPI_Test", 20), 9), counted(in_mpi("MPI_Iprobe", 0), 3)});
+  EXPECT_TRUE(has_active_rank(b));
+  EXPECT_EQ(b.active_ranks, 2);
+  EXPECT_EQ(b.active_out, 0);
+  EXPECT_NE(b.path, 0u);  // a poller's unknown path does not matter once its count is known
+  EXPECT_TRUE(b.counted);
+  // One poller without a count (its page unreadable) waits unseen: not counted.
+  const auto c = signatures.observe(3, 0, {counted(in_mpi("MPI_Test", 20), 9), in_mpi("MPI_Iprobe", 21)});
+  EXPECT_FALSE(c.counted);
+  EXPECT_EQ(c.active_ranks, 1);
+}
+
 TEST(SetSignatures, PollingPlacesAreBounded) {
   SetSignatures signatures;
   for (std::uint64_t place = 1; place <= SetSignatures::kMaxPollingPlaces + 10; ++place) {

@@ -240,6 +240,47 @@ TEST(Stasis, RanksBlockedInMpiBesidePollersAreLeftToTheModels) {
   }
 }
 
+// The same with the progress library (--mpi-progress): every poller's count of completed MPI calls
+// is known, so pollers are active ranks, still while their counts stand, and no rank waits unseen.
+// A deadlock beside pollers (one rank blocked in a receive, the others polling for it for ever)
+// is then judged like a deadlock of blocked ranks: after the rule's plain minimum.
+TEST(Stasis, WithEveryPollersCountBlockedRanksBesidePollersAreJudged) {
+  Stream s;
+  const auto counted = [&](std::uint64_t active) {
+    s.t += 0.1;
+    Observation o{s.t, 0, 1, 4, active ^ 0x55, true, active, 0, 4};
+    o.counted = true;
+    return s.model.observe(o, 0);
+  };
+  StasisDecision d;
+  for (int i = 0; i < 40; ++i) {
+    d = counted(100 + static_cast<std::uint64_t>(i));  // healthy: some count moved every time
+    ASSERT_FALSE(d.early_fired);
+  }
+  d = counted(9);
+  const double stopped = s.t;
+  do d = counted(9);
+  while (!d.early_fired && s.t < 100);
+  EXPECT_TRUE(d.early_fired);
+  EXPECT_NEAR(s.t - stopped, 5, 0.15);
+  // A rank that could not be placed (known state, no path and no count) may be working: beside it
+  // the rule keeps its caution.
+  Stream u;
+  for (int i = 0; i < 40; ++i) {
+    u.t += 0.1;
+    Observation o{u.t, 0, 0, 4, 300 + static_cast<std::uint64_t>(i), true, 300 + static_cast<std::uint64_t>(i), 0, 3};
+    o.counted = true;
+    u.model.observe(o, 0);
+  }
+  for (int i = 0; i < 3000; ++i) {
+    u.t += 0.1;
+    Observation o{u.t, 0, 0, 4, 77, true, 9, 0, 3};
+    o.counted = true;
+    d = u.model.observe(o, 0);
+    ASSERT_FALSE(d.early_fired) << u.t;
+  }
+}
+
 // hpcc after a rank fell asleep: the others step out of their polling loops now and then (one
 // observation shows a second active rank), and the sleeper is where it was at the next one. Those
 // steps do not restart the run: it is found 20 s after the rank fell asleep.

@@ -41,6 +41,14 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
   EXPECT_EQ(back.active_path, 0xabcu);
   EXPECT_EQ(back.active_out, 1);
   EXPECT_EQ(back.active_ranks, 2);
+  EXPECT_FALSE(back.counted);
+  EXPECT_EQ(format_trace_line(o).find("counted"), std::string::npos);
+  o.counted = true;  // the progress library's counts
+  back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_TRUE(back.counted);
+  EXPECT_TRUE(std::holds_alternative<TraceError>(
+      parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","counted":1})")));
+  o.counted = false;
   o.active_path = 0;  // too few ranks known: written as 0, not guessed from the path on replay
   o.active_out = 0;
   back = std::get<Observation>(parse_trace_line(format_trace_line(o)));

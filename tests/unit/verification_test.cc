@@ -44,6 +44,26 @@ TEST(Verification, BusyWaitingIsNotProgress) {
   EXPECT_TRUE(find_progress({{in("MPI_Test"), in("MPI_Allreduce")}}));
 }
 
+RankSnapshot counted(RankSnapshot s, std::uint64_t completed) {
+  s.mpi_completed = completed;
+  return s;
+}
+
+TEST(Verification, ACompletedMpiCallIsProgressWhateverTheStackShows) {
+  // With the progress library: a poller whose test found its message, a rank back in the same
+  // blocking call of its loop.
+  const auto poller = find_progress({{counted(in("MPI_Test"), 8), counted(out(), 8), counted(in("MPI_Test"), 9)}});
+  ASSERT_TRUE(poller.has_value());
+  EXPECT_EQ(poller->at, 2u);
+  EXPECT_TRUE(find_progress({{counted(in("MPI_Allreduce"), 40), counted(in("MPI_Allreduce"), 41)}}));
+  // Counts that did not grow are no evidence: a hang stays a hang, with or without the library.
+  EXPECT_FALSE(find_progress({{counted(in("MPI_Test"), 8), counted(out(), 8), counted(in("MPI_Testall"), 8)},
+                              {counted(in("MPI_Recv"), 3), counted(in("MPI_Recv"), 3)},
+                              {counted(in("MPI_Wait"), 5), in("MPI_Wait"), counted(in("MPI_Wait"), 4)}}));
+  EXPECT_EQ(progress_columns({{counted(in("MPI_Recv"), 1), counted(in("MPI_Recv"), 1), counted(in("MPI_Recv"), 2)}}),
+            std::vector<std::size_t>{2});
+}
+
 TEST(Verification, UnknownSnapshotsAreSkippedNotCounted) {
   EXPECT_FALSE(find_progress({{in("MPI_Wait"), unknown(), in("MPI_Wait")}}));
   EXPECT_TRUE(find_progress({{in("MPI_Wait"), unknown(), in("MPI_Bcast")}}));

@@ -38,8 +38,9 @@ class FixedNodeWorker final : public node::NodeWorker {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override {
     std::vector<stats::RankSnapshot> out;
     for (int l : local) {
-      out.push_back(l == 0 ? stats::RankSnapshot{stats::RankState::InMpi, "MPI_Allreduce", 0xabcdef0123456789}
-                           : stats::RankSnapshot{stats::RankState::OutMpi, "", 42});
+      out.push_back(l == 0 ? stats::RankSnapshot{stats::RankState::InMpi, "MPI_Allreduce", 0xabcdef0123456789,
+                                                 std::uint64_t{1} << 50, true}
+                           : stats::RankSnapshot{stats::RankState::OutMpi, "", 42, std::nullopt});
     }
     return out;
   }
@@ -140,9 +141,13 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   ASSERT_EQ(snapshots.size(), 2u);
   EXPECT_EQ(snapshots[0].state, stats::RankState::OutMpi);
   EXPECT_EQ(snapshots[0].path, 42u);
+  EXPECT_FALSE(snapshots[0].mpi_completed.has_value());
   EXPECT_EQ(snapshots[1].state, stats::RankState::InMpi);
   EXPECT_EQ(snapshots[1].mpi_function, "MPI_Allreduce");
   EXPECT_EQ(snapshots[1].path, 0xabcdef0123456789u);
+  EXPECT_EQ(snapshots[1].mpi_completed, std::uint64_t{1} << 50);
+  EXPECT_TRUE(snapshots[1].mpi_polled);
+  EXPECT_FALSE(snapshots[0].mpi_polled);
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),
             (std::vector<stats::RankState>{stats::RankState::InMpi, stats::RankState::Unknown}));

@@ -157,6 +157,8 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       for (const auto& s : snapshots) {
         write_state(out, s.state);
         out.str(s.mpi_function).u64(s.path);
+        out.u8(static_cast<std::uint8_t>((s.mpi_completed ? 1 : 0) | (s.mpi_polled ? 2 : 0)));
+        out.u64(s.mpi_completed.value_or(0));
       }
       break;
     }
@@ -287,11 +289,15 @@ std::vector<TableEntry> decode_discovery(std::string_view reply) {
 
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
   WireReader in(reply);
-  std::vector<stats::RankSnapshot> snapshots(in.count(1 + 4 + 8));
+  std::vector<stats::RankSnapshot> snapshots(in.count(1 + 4 + 8 + 1 + 8));
   for (auto& s : snapshots) {
     s.state = read_state(in);
     s.mpi_function = in.str();
     s.path = in.u64();
+    const auto flags = in.u8();
+    const auto completed = in.u64();
+    if (flags & 1) s.mpi_completed = completed;
+    s.mpi_polled = (flags & 2) != 0;
   }
   in.finish();
   return snapshots;

@@ -48,7 +48,10 @@ void LiveNodeWorker::adopt(const std::string& instance) {
   auto it = discovered_.find(instance);
   ranks_ = it == discovered_.end() ? std::vector<NodeRank>{} : it->second;
   for (const auto& [id, ranks] : discovered_) {
-    for (const auto& r : ranks) sampler_.forget(os::Pid{r.pid});  // images of other programs' ranks
+    for (const auto& r : ranks) {  // images and pages of other programs' ranks
+      sampler_.forget(os::Pid{r.pid});
+      progress_counters_.forget(os::Pid{r.pid});
+    }
   }
 }
 
@@ -60,6 +63,9 @@ os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid
 
 stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
   const NodeRank& rank = ranks_.at(static_cast<std::size_t>(local));
+  // The progress page's count first, read without stopping the rank: a call completing between the
+  // two reads shows as movement in this sample or the next, never as stillness.
+  const auto counts = progress_counters_.read(identity_of(rank));
   auto sample = sampler_.sample(identity_of(rank), options_);
   ++samples_taken_;
   // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
@@ -67,12 +73,18 @@ stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
   if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie ||
       sample.failure == os::StopFailure::Replaced) {
     sampler_.forget(os::Pid{rank.pid});
+    progress_counters_.forget(os::Pid{rank.pid});
   }
   // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown. One a
   // debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
   if (sample.failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local);
-  if (sample.failure) return {stats::RankState::Unknown, {}, 0};
-  return {sample.state, std::move(sample.mpi_function), sample.path};
+  if (sample.failure) return {};
+  stats::RankSnapshot snapshot{sample.state, std::move(sample.mpi_function), sample.path};
+  if (counts) {
+    snapshot.mpi_completed = counts->completed;
+    snapshot.mpi_polled = counts->polled;
+  }
+  return snapshot;
 }
 
 std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>& local) {
@@ -135,6 +147,21 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
     }
     const auto sample = sampler_.sample(identity_of(r), with_frames);
     ++samples_taken_;
+    // Tests and probes leave the page's call alone: a rank polling in vain (its polls grew across
+    // the sample and it completed nothing, or the sample found it in the polling call) is waiting,
+    // on somebody the page does not say, and is not "outside MPI".
+    if (record.progress && record.progress->activity == diagnosis::RankProgress::Activity::Outside) {
+      std::string ignored;
+      const auto after = sampler::read_progress_page(os::Pid{r.pid}, ignored);
+      const bool polled_in_vain =
+          after && after->polls > record.progress->polls && after->completed == record.progress->completed;
+      if (polled_in_vain || stats::is_polling_function(sample.mpi_function)) {
+        record.progress->activity = diagnosis::RankProgress::Activity::Other;
+        record.progress->call =
+            "a polling loop (" +
+            (sample.mpi_function.empty() ? std::string("MPI_Test, MPI_Iprobe...") : sample.mpi_function) + ")";
+      }
+    }
     record.state = sample.describe();
     record.mpi_function = sample.mpi_function;
     for (auto f = sample.frames.rbegin(); f != sample.frames.rend(); ++f) {

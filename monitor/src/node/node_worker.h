@@ -16,6 +16,7 @@
 #include "parastack/diagnosis/prefix_tree.h"
 #include "parastack/diagnosis/progress.h"
 #include "parastack/stats/verification.h"
+#include "sampler/progress_reader.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
 
@@ -112,6 +113,7 @@ class LiveNodeWorker final : public NodeWorker {
   NodeShare share_;
   sampler::SampleOptions options_;
   sampler::StackSampler sampler_;
+  sampler::ProgressCounters progress_counters_;  // ranks that run with the progress library
   std::map<std::string, std::vector<NodeRank>> discovered_;
   std::set<std::string> adopted_;
   std::vector<NodeRank> ranks_;

@@ -1,6 +1,7 @@
 #include "sampler/progress_reader.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -45,9 +46,8 @@ std::string remote_problem(os::PtraceStatus status, int error) {
   }
 }
 
-}  // namespace
-
-std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::string& problem) {
+// Where the rank's page is: the library's symbol, relocated by the mapping that holds it.
+std::optional<std::uint64_t> page_address(os::Pid pid, std::string& problem) {
   const auto maps = os::read_maps(pid);
   if (!maps) {
     const int error = errno;
@@ -91,11 +91,15 @@ std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::stri
       break;
     }
   }
-  if (!address) {
-    problem = "the progress page is not mapped in the rank";
-    return std::nullopt;
-  }
+  if (!address) problem = "the progress page is not mapped in the rank";
+  return address;
+}
 
+}  // namespace
+
+std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::string& problem) {
+  const auto address = page_address(pid, problem);
+  if (!address) return std::nullopt;
   parastack_progress_page first{}, second{};
   for (auto* page : {&first, &second}) {
     const auto read = os::read_remote(pid, *address, page, sizeof *page);
@@ -108,10 +112,16 @@ std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::stri
       return std::nullopt;
     }
   }
-  if (std::memcmp(&first, &second, sizeof first) != 0) {
+  // A rank polling in vain between the reads moves only its counts of entries and polls; anything
+  // else that changed (a call entered or left, a test that found its message) may be torn.
+  parastack_progress_page same_counts = second;
+  same_counts.entries = first.entries;
+  same_counts.polls = first.polls;
+  if (std::memcmp(&first, &same_counts, sizeof first) != 0) {
     problem = "the page changed while read";
     return std::nullopt;
   }
+  first = second;
   if (first.magic != PARASTACK_PROGRESS_MAGIC) {
     problem = first.magic == 0 ? "the page is not initialised (before MPI_Init, or not Open MPI)"
                                : "the page has no valid magic number";
@@ -138,5 +148,39 @@ std::string progress_call_name(std::uint32_t call) {
   if (call < std::size(kNames)) return kNames[call];
   return "unknown call " + std::to_string(call);
 }
+
+std::optional<ProgressCounters::Counts> ProgressCounters::read(const os::ProcessIdentity& rank) {
+  constexpr auto kLookAgain = std::chrono::seconds(10);
+  const auto now = std::chrono::steady_clock::now();
+  auto it = where_.find(rank.pid.value);
+  if (it == where_.end() || it->second.start_ticks != rank.start_ticks ||
+      (!it->second.address && now - it->second.looked_at >= kLookAgain)) {
+    std::string problem;
+    it = where_
+             .insert_or_assign(rank.pid.value,
+                               Where{rank.start_ticks, page_address(rank.pid, problem), std::nullopt, now})
+             .first;
+  }
+  if (!it->second.address) return std::nullopt;
+  // The page's head up to `polls`: one read, 8-byte aligned fields that the rank writes whole.
+  struct Head {
+    std::uint64_t magic;
+    std::uint32_t version, bytes;
+    std::int32_t world_rank, world_size;
+    std::uint64_t entries, completed, polls;
+  } head{};
+  static_assert(offsetof(Head, completed) == offsetof(parastack_progress_page, completed));
+  static_assert(offsetof(Head, polls) == offsetof(parastack_progress_page, polls));
+  const auto read = os::read_remote(rank.pid, *it->second.address, &head, sizeof head);
+  if (read.status != os::PtraceStatus::Ok || read.bytes != sizeof head) return std::nullopt;
+  if (head.magic != PARASTACK_PROGRESS_MAGIC || head.version != PARASTACK_PROGRESS_VERSION ||
+      head.bytes != sizeof(parastack_progress_page)) {
+    return std::nullopt;
+  }
+  const auto previous = std::exchange(it->second.polls, head.polls);
+  return Counts{head.completed, previous && head.polls > *previous};
+}
+
+void ProgressCounters::forget(os::Pid pid) { where_.erase(pid.value); }
 
 }  // namespace parastack::sampler

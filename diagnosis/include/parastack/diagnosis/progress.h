@@ -9,7 +9,9 @@
 //   a blocking send to r                 waits on r (a rendezvous send needs its receive)
 //   a collective on c, its s-th on c     waits on the members of c that have entered fewer than s
 //   a wait on requests                   waits on what each pending request waits on
-// A rank outside MPI waits on nobody: if others wait on it, it is where the job stopped.
+// A rank outside MPI waits on nobody: if others wait on it, it is where the job stopped. A rank in
+// a call whose wait is not recorded (Other: a polling loop around MPI_Test or MPI_Iprobe, a call
+// the library does not decode) waits on somebody unknown: it adds no edge and is never LP.
 //
 // LP ranks: the ranks of the graph's terminal strongly connected components (nobody outside the
 // component is waited on) that somebody waits on. Within a terminal component of several ranks,

@@ -10,8 +10,8 @@
  * entered s; a wildcard receive waits on every other member of its communicator.
  *
  * Writers: the rank's threads, with plain stores (no locks, no system calls). The page can be torn
- * while a call enters or leaves; at a hang nothing changes, and the monitor reads it twice and
- * keeps it only when both reads agree (`entries` moves with every call). */
+ * while a call enters or leaves; at a hang nothing changes but a poller's `entries` and `polls`,
+ * and the monitor reads it twice and keeps it only when both reads agree on everything else. */
 #ifndef PARASTACK_MPI_PROGRESS_PAGE_H
 #define PARASTACK_MPI_PROGRESS_PAGE_H
 

@@ -25,6 +25,10 @@ struct Observation {
   std::uint64_t active_path = 0;
   int active_out = 0;
   int active_ranks = 0;  // how many ranks active_path covers (0 where unknown, as in old traces)
+  // The progress library's counts were read (RankSnapshot::mpi_completed) and every busy-waiting
+  // rank had one: no rank of the set waits where its stack cannot say whether it works, so the
+  // active ranks are all there is to watch. False in traces without it.
+  bool counted = false;
 };
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.

@@ -10,6 +10,11 @@
 // RandomAccess, task farms), a hang shows as the *active* ranks standing still (the spinning rank,
 // the one blocked in a receive nobody sends), whatever the waiting ones do. The model-free stasis
 // rule tests `active_path`; with no polling at all the two signatures are the same.
+//
+// With the progress library (RankSnapshot::mpi_completed) each rank's place also holds its count of
+// completed MPI calls: a rank that completed one between two samples moved, even back at the same
+// call site. A busy-waiting rank with a count is active: its count alone says whether its wait
+// ended (it counts as in MPI), so a code whose ranks all poll is watched like one whose ranks block.
 #pragma once
 
 #include <cstddef>

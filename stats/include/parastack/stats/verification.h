@@ -37,6 +37,16 @@ struct RankSnapshot {
   // (a loop around MPI_Test/MPI_Iprobe) has one path whether the rank is seen in MPI or in its own
   // loop code. 0: unknown (the sampler could not tell), which is never taken as "not moved".
   std::uint64_t path = 0;
+  // MPI calls the rank has completed so far, from its progress page when it runs with the progress
+  // library (parastack run --mpi-progress; mpi_progress/include/parastack/mpi_progress/page.h):
+  // a blocking call that returned, or a test or probe that found its message. The count growing
+  // between two snapshots is the rank moving, whatever its stack shows (a loop around one call
+  // site, a polling loop whose tests succeed). nullopt: no library, or its page was not readable.
+  std::optional<std::uint64_t> mpi_completed = std::nullopt;
+  // With a count: the rank made polls that found nothing (MPI_Test, MPI_Iprobe...) since the
+  // monitor last read its page. It is busy-waiting, wherever this sample found it: in the polling
+  // call, in its loop, or in the work it does between two polls.
+  bool mpi_polled = false;
 };
 
 // MPI_Test / PMPI_Test / mpi_test_ / MPI_TESTALL ... and MPI_Iprobe: the calls a waiting loop polls.
@@ -51,7 +61,8 @@ struct ProgressEvidence {
 
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides
 // (1) and (2) above, a rank in the same (non-polling) MPI call from another call site moved too,
-// when both its paths are known (RankSnapshot::path).
+// when both its paths are known (RankSnapshot::path), and so did a rank whose count of completed
+// MPI calls grew (RankSnapshot::mpi_completed, both known), polling or not.
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series);
 // The same, the latest movement (largest `at`): what a streak after it must be tested from.
 std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series);
