@@ -27,9 +27,9 @@ std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::stri
 // The count of MPI calls a rank has completed (the page's `completed`), and whether it polled in
 // vain since the previous read, for every sample: where its page lies is found once per process
 // (its maps and the library's symbols, also that it has no library), then each call reads the
-// page's first 48 bytes. nullopt: no library, a page not yet
-// initialised (before MPI_Init) or of another layout, or a rank that is gone. Stasis evidence
-// (stats::RankSnapshot::mpi_completed): a rank whose count grew has moved.
+// page's first 48 bytes. nullopt: no library, a page not yet initialised (before MPI_Init) or of
+// another layout, or a rank that is gone. Stasis evidence (stats::RankSnapshot::mpi_completed): a
+// rank whose count grew has moved.
 class ProgressCounters {
  public:
   struct Counts {
