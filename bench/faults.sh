@@ -39,7 +39,7 @@
 #        SAMPLER_TRIALS, MONITOR_TRIALS, RUN_TRIALS, REPORT_TRIALS, HOSTS_TRIALS, SPAWN_TRIALS,
 #        DEBUGGER_TRIALS, SEED). Root, for the tmpfs of section 4 and the hosts of section 5.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 BUILD_DIR=${BUILD_DIR:-build}
 SAMPLER_TRIALS=${SAMPLER_TRIALS:-1000}
@@ -236,7 +236,7 @@ while [ $done_trials -lt "$MONITOR_TRIALS" ]; do
     fi
     hit "$launcher" kill
     problems+=$(check_ranks "$JOB_PID")
-    leftovers=$(ls "$SCRATCH" | grep -c "\.tmp\." || true)
+    leftovers=$(find "$SCRATCH" -maxdepth 1 -name '*.tmp.*' | wc -l)
     [ "$leftovers" -gt 0 ] && problems+=" $leftovers temporary file(s) left"
     record monitor "$way" "$problems"
     done_trials=$((done_trials + 1))
@@ -291,7 +291,7 @@ report_trial() {  # kind: unwritable | full
     -x PS_FAULT_AFTER_SECONDS=3 "$SOLVER" blocking 120 > /dev/null 2>&1 || status=$?
   [ $status -eq 3 ] || echo "parastack exit status $status, not 3 (hang found, job killed)"
   grep -q "the report could not be written" "$log" || echo "no line in the log about the report"
-  [ -z "$(ls "$dir" | grep -v '^filler$')" ] || echo "files left: $(ls "$dir" | tr '\n' ' ')"
+  [ -z "$(find "$dir" -mindepth 1 -maxdepth 1 ! -name filler)" ] || echo "files left: $(ls "$dir" | tr '\n' ' ')"
   pgrep -f "^$SOLVER " > /dev/null && echo "ranks left running"
   umount "$dir"
 }
