@@ -9,6 +9,11 @@
 #   deadlock-pair    the rank and its right neighbour receive from each other (a true deadlock)
 #   wrong-tag        the rank receives from its left neighbour with a tag nobody sends
 #   compute          the rank computes forever outside MPI
+#   poller-deadlock  (not among the defaults) tests/programs/ps_poller instead, whose ranks wait
+#                    only in MPI_Test/MPI_Iprobe loops: the rank blocks in a receive nobody sends,
+#                    the others poll for its halo for ever (hpcc's deadlock beside pollers). The
+#                    library cannot say on whom pollers wait: the right answer is the rank or
+#                    nobody, and a poller named is a wrong rank.
 # The ground truth is the faulty rank (both ranks of the pair). Per run the report's LP ranks from
 # the progress library and, from the same hang, from the stacks alone; a run "names" the truth
 # when the LP set is exactly it, and names a "wrong rank" when the set holds any other rank.
@@ -65,8 +70,9 @@ done
 build=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || { echo "no build directory $BUILD_DIR" >&2; exit 1; }
 bin=$build/monitor/parastack
 program=$build/tests/programs/ps_progress
+poller=$build/tests/programs/ps_poller
 library=$build/mpi_progress/libparastack-progress.so
-for f in "$bin" "$program" "$library"; do
+for f in "$bin" "$program" "$poller" "$library"; do
   [ -e "$f" ] || { echo "missing $f: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
 done
 [ -n "$SEED" ] || SEED=$(( $(date +%s) % 100000 ))
@@ -127,10 +133,12 @@ for ranks in $RANKS; do
       options=(--report "$dir/report.json")
       [ "$with" = yes ] && options+=(--mpi-progress --mpi-progress-library "$library")
       limit=$(awk -v a="$at" -v d="$DETECT_TIMEOUT" 'BEGIN {printf "%d", a + d + 30}')
+      job=("$program" --fault "$kind" --fault-rank "$rank" --fault-after "$at")
+      [ "$kind" = poller-deadlock ] && job=("$poller" 600 --deadlock "$rank" "$at")
       status=0
       (cd "$dir" && PS_READY_DIR="$dir/ready" PARASTACK_BENCH_TAG="$tag.$run" exec timeout -k 30 "$limit" \
-        "$bin" run "${options[@]}" -- mpirun --oversubscribe -np "$ranks" "$program" \
-        --fault "$kind" --fault-rank "$rank" --fault-after "$at") >"$dir/out" 2>"$dir/log" </dev/null || status=$?
+        "$bin" run "${options[@]}" -- mpirun --oversubscribe -np "$ranks" "${job[@]}") >"$dir/out" 2>"$dir/log" \
+        </dev/null || status=$?
       kill_started "$run"
       read -r verdict type lib stacks _ delay < <(read_report "$dir/report.json" "$dir/ready/fault.$rank")
       [ -e "$dir/ready/fault.$rank" ] || verdict="no_fault"
