@@ -148,6 +148,16 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_EQ(snapshots[1].mpi_completed, std::uint64_t{1} << 50);
   EXPECT_TRUE(snapshots[1].mpi_polled);
   EXPECT_FALSE(snapshots[0].mpi_polled);
+  // The first snapshot's progress flags lie after the count (4), state (1), empty call (4) and path
+  // (8): unknown flag bits, or a count's bytes without its flag, are refused, not read as a count.
+  const std::string reply = serve_request(worker, 0, snapshot_request({1, 0}));
+  ASSERT_EQ(reply[17], '\0');
+  std::string bad = reply;
+  bad[17] = 4;
+  EXPECT_THROW(decode_snapshots(bad), WireError);
+  bad = reply;
+  bad[18] = 1;
+  EXPECT_THROW(decode_snapshots(bad), WireError);
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),
             (std::vector<stats::RankState>{stats::RankState::InMpi, stats::RankState::Unknown}));

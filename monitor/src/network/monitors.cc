@@ -294,8 +294,10 @@ std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
     s.state = read_state(in);
     s.mpi_function = in.str();
     s.path = in.u64();
+    // Bit 0: a count follows; bit 1: it polled in vain. Without a count its bytes are 0.
     const auto flags = in.u8();
     const auto completed = in.u64();
+    if (flags > 3 || (!(flags & 1) && completed != 0)) throw WireError("bad progress count in a snapshot");
     if (flags & 1) s.mpi_completed = completed;
     s.mpi_polled = (flags & 2) != 0;
   }
