@@ -150,15 +150,19 @@ std::string progress_call_name(std::uint32_t call) {
 }
 
 std::optional<ProgressCounters::Counts> ProgressCounters::read(const os::ProcessIdentity& rank) {
+  // A preloaded library is mapped before main(): a rank without it after a few looks has none, and
+  // its maps are not read again with every sample for the rest of the job.
   constexpr auto kLookAgain = std::chrono::seconds(10);
+  constexpr int kLooks = 3;
   const auto now = std::chrono::steady_clock::now();
   auto it = where_.find(rank.pid.value);
-  if (it == where_.end() || it->second.start_ticks != rank.start_ticks ||
-      (!it->second.address && now - it->second.looked_at >= kLookAgain)) {
+  const bool new_process = it == where_.end() || it->second.start_ticks != rank.start_ticks;
+  if (new_process || (!it->second.address && it->second.looks < kLooks && now - it->second.looked_at >= kLookAgain)) {
+    const int looks = new_process ? 1 : it->second.looks + 1;
     std::string problem;
     it = where_
              .insert_or_assign(rank.pid.value,
-                               Where{rank.start_ticks, page_address(rank.pid, problem), std::nullopt, now})
+                               Where{rank.start_ticks, page_address(rank.pid, problem), std::nullopt, now, looks})
              .first;
   }
   if (!it->second.address) return std::nullopt;

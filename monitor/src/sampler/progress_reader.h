@@ -44,9 +44,10 @@ class ProgressCounters {
     std::uint64_t start_ticks = 0;         // the process it was found in (pids are reused)
     std::optional<std::uint64_t> address;  // nullopt: it has no readable page
     std::optional<std::uint64_t> polls;    // at the previous read
-    // When a rank without a page was looked at: looked at again now and then, in case it was
-    // found while the dynamic loader was still mapping its libraries.
+    // When a rank without a page was looked at, and how often: looked at again a few times, in
+    // case it was found while the dynamic loader was still mapping its libraries.
     std::chrono::steady_clock::time_point looked_at;
+    int looks = 1;
   };
   std::unordered_map<int, Where> where_;
 };
