@@ -7,7 +7,8 @@
  *
  * Cost per call: a few plain loads and stores, no lock, system call or malloc; communicator
  * creation (rare) pays for the group translation. Nothing here changes what a call does or
- * returns: every wrapper calls the real function with its own arguments and returns its result.
+ * returns: every wrapper calls the real function with its own arguments and returns its result:
+ * the next library's MPI_X (another PMPI tool preloaded after this one), else the MPI library's.
  *
  * Open MPI only (its handles are pointers and its Fortran entry points are known, fortran.c). The
  * MPI library is found with dlsym, never linked, so that the library does no harm in the processes
@@ -41,8 +42,25 @@ struct tracked_comm world_comm = {.id = PARASTACK_COMM_WORLD, .page_slot = 0};
 
 /* ---- The MPI library's functions ---------------------------------------------------------- */
 
+/* Functions this library only calls for its own bookkeeping, never wraps: straight to PMPI, so that
+ * another tool never sees a call the program did not make. */
+static bool bookkeeping_only(const char* name) {
+  static const char* const names[] = {"PMPI_Comm_group", "PMPI_Group_translate_ranks",
+                                      "PMPI_Group_free", "PMPI_Comm_rank",
+                                      "PMPI_Comm_size",  "PMPI_Comm_test_inter"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; ++i) {
+    if (strcmp(name, names[i]) == 0) return true;
+  }
+  return false;
+}
+
 any_function resolve_next(_Atomic(any_function)* slot, const char* name) {
-  void* address = dlsym(RTLD_NEXT, name);
+  /* A wrapped call goes on to the next library's MPI_X rather than straight to PMPI_X: a PMPI tool
+   * preloaded after this one (a profiler, a fault injector) still sees the program's calls. With
+   * none, the next MPI_X is the MPI library's own, the same function as its PMPI_X. */
+  void* address = NULL;
+  if (strncmp(name, "PMPI_", 5) == 0 && !bookkeeping_only(name)) address = dlsym(RTLD_NEXT, name + 1);
+  if (!address) address = dlsym(RTLD_NEXT, name);
   if (!address) {
     /* Only an MPI program calls a wrapper, and its MPI library defines every function used here;
      * without one there is nothing correct left to do. */

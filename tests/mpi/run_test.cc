@@ -237,6 +237,23 @@ INSTANTIATE_TEST_SUITE_P(Faults, LeastProgressed,
                                            BehindCase{"computing", "compute", {5}, "computation"}),
                          [](const auto& test) { return std::string(test.param.name); });
 
+// A command that preloads its own library with mpirun's -x (here the fault injector) still gets the
+// progress library: -x LD_PRELOAD=... replaces the launcher's LD_PRELOAD in the ranks, so parastack
+// puts the library first in that value. Both then work: the fault fires, and every page is read.
+TEST(Run, WithTheProgressLibraryACommandsOwnPreloadKeepsBoth) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("deadlock", 2, 3)));
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  ASSERT_TRUE(run.fault_time(2).has_value()) << "the fault never fired: the command's preload was lost";
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  EXPECT_EQ(report["hang_type"], "communication");
+  EXPECT_EQ(report["least_progressed"]["pages_read"], 4) << report["least_progressed"].dump();
+  EXPECT_NE(run.log().find("before the command's own -x LD_PRELOAD"), std::string::npos) << run.log();
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // Without the library the stacks still order the ranks where code order says so: the rank that
 // skipped an MPI_Allreduce waits at an earlier call site of main than everyone else.
 TEST(Run, WithoutTheProgressLibraryTheStacksNameARankThatSkippedACollective) {

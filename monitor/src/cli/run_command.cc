@@ -64,6 +64,22 @@ void install_signal_forwarding() {
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(s, &action, nullptr);
 }
 
+// Open MPI's `-x LD_PRELOAD=VALUE` replaces the launcher's LD_PRELOAD in the ranks, which would
+// drop the progress library without a word (a fault injector or a profiler preloaded that way):
+// the library goes first in that value too. True if the command had one.
+bool preload_also_in_command(std::vector<std::string>& command, const std::string& library) {
+  const std::string_view name = "LD_PRELOAD=";
+  bool found = false;
+  for (std::size_t i = 0; i + 1 < command.size(); ++i) {
+    if ((command[i] == "-x" || command[i] == "--x") && command[i + 1].starts_with(name)) {
+      const std::string value = command[i + 1].substr(name.size());
+      command[i + 1] = std::string(name) + library + (value.empty() ? "" : ":" + value);
+      found = true;
+    }
+  }
+  return found;
+}
+
 int run_watchdog(const RunOptions& options) {
   if (options.command.empty()) {
     std::cerr << "parastack run: no command after '--' (example: parastack run -- mpirun -np 4 ./app)\n";
@@ -91,6 +107,7 @@ int run_watchdog(const RunOptions& options) {
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
   install_signal_forwarding();
 
+  std::vector<std::string> command = options.command;
   if (options.mpi_progress) {
     // Through the launcher's environment: Open MPI's local ranks inherit it (mpirun's -x and
     // mca_base_env_list cannot be used: mixing the two is fatal to the job). The library is inert
@@ -104,9 +121,13 @@ int run_watchdog(const RunOptions& options) {
     const char* preload = std::getenv("LD_PRELOAD");
     const std::string value = library + (preload && *preload ? std::string(":") + preload : "");
     ::setenv("LD_PRELOAD", value.c_str(), 1);
-    log.info("--mpi-progress: the ranks load {} (LD_PRELOAD)", library);
+    if (preload_also_in_command(command, library)) {
+      log.info("--mpi-progress: the ranks load {} before the command's own -x LD_PRELOAD", library);
+    } else {
+      log.info("--mpi-progress: the ranks load {} (LD_PRELOAD)", library);
+    }
   }
-  auto started = os::LaunchedJob::start(options.command);
+  auto started = os::LaunchedJob::start(command);
   if (auto* error = std::get_if<std::string>(&started)) {
     std::cerr << "parastack run: " << *error << "\n";
     return kExitUsage;
