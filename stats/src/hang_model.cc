@@ -251,8 +251,9 @@ Decision HangModel::observe(const Observation& observation) {
   std::size_t reported = 0;
   double closest = -1;
   for (std::size_t j = 0; j < count; ++j) {
-    // Both sides are n_out/n quotients; the slack only absorbs rounding between different n.
-    if (sample <= thresholds[j].value + 1e-12) {
+    // Both sides are n_out/n quotients; the slack only absorbs rounding between different n. A
+    // completed MPI call is progress whatever S says (with the progress library): no suspicion.
+    if (!observation.progressed && sample <= thresholds[j].value + 1e-12) {
       if (set.streaks[j]++ == 0) set.onsets[j] = observation.t;
       suspicion = true;
     } else {

@@ -74,6 +74,12 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
   o.path = enough(known) ? finish(path) : 0;
   o.counted = counts > 0 && waiting == 0;
+  auto& previous = previous_completed_[set];
+  for (std::size_t i = 0; i < targets.size() && i < previous.size(); ++i) {
+    o.progressed |= previous[i] && targets[i].mpi_completed && *targets[i].mpi_completed != *previous[i];
+  }
+  previous.resize(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) previous[i] = targets[i].mpi_completed;
   o.active_path = !enough(active + waiting) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
   if (has_active_rank(o)) {
     o.active_ranks = static_cast<int>(active);

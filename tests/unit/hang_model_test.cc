@@ -113,6 +113,29 @@ TEST(HangModel, DetectsPersistentLowFractionAfterExactlyKSuspicions) {
   EXPECT_DOUBLE_EQ(decision.streak_onset, onset);
 }
 
+// With the progress library a completed MPI call is progress: S = 0 then is no suspicion (a code whose
+// ranks poll sits in MPI nearly all the time, and under load for longer than its model has seen),
+// and the sample is learned as healthy; the same S without a completed call goes on with the streak.
+TEST(HangModel, AnObservationInWhichAnMpiCallCompletedIsNoSuspicion) {
+  ModelConfig one_set;
+  one_set.sets = 1;
+  Driver d(one_set);
+  while (!d.model.ready()) d.feed_healthy();
+  const auto first = d.feed(0);
+  ASSERT_EQ(first.verdict, Verdict::Suspicion);
+  EXPECT_EQ(first.streak, 1);
+  d.t += d.model.interval();
+  Observation progressed{d.t, d.model.next_set(), 0, 10};
+  progressed.progressed = true;
+  const auto moved = d.model.observe(progressed);
+  EXPECT_EQ(moved.verdict, Verdict::Healthy);
+  EXPECT_EQ(moved.streak, 0);
+  EXPECT_GT(moved.model_samples, first.model_samples);  // the held sample and this one, learned
+  const auto again = d.feed(0);
+  EXPECT_EQ(again.verdict, Verdict::Suspicion);
+  EXPECT_EQ(again.streak, 1);
+}
+
 TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   Driver d;
   while (!d.model.ready()) d.feed_healthy();

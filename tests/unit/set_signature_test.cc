@@ -89,6 +89,22 @@ TEST(SetSignatures, ACompletedMpiCallIsMovementAtTheSameCallSite) {
   EXPECT_EQ(d.path, e.path);
 }
 
+// An observation progressed when some rank of the set completed an MPI call since the set's previous
+// one, whatever its stack shows; per set, and only between two known counts.
+TEST(SetSignatures, AnObservationProgressedWhenACountGrewSinceTheSetsPreviousOne) {
+  SetSignatures signatures;
+  EXPECT_FALSE(signatures.observe(1, 0, {counted(in_mpi("MPI_Test", 20), 3), counted(out(7), 1)}).progressed);
+  EXPECT_FALSE(signatures.observe(1, 1, {counted(in_mpi("MPI_Test", 20), 9), counted(out(7), 9)}).progressed);
+  EXPECT_FALSE(signatures.observe(2, 0, {counted(out(20), 3), counted(out(7), 1)}).progressed);
+  EXPECT_TRUE(signatures.observe(3, 0, {counted(in_mpi("MPI_Test", 20), 3), counted(out(7), 2)}).progressed);
+  EXPECT_FALSE(signatures.observe(4, 0, {in_mpi("MPI_Test", 20), counted(out(7), 2)}).progressed);
+  EXPECT_FALSE(signatures.observe(5, 0, {counted(in_mpi("MPI_Test", 20), 4), counted(out(7), 2)}).progressed);
+  EXPECT_TRUE(signatures.observe(6, 1, {counted(in_mpi("MPI_Test", 20), 10), counted(out(7), 9)}).progressed);
+  // Without the library nothing ever progressed.
+  EXPECT_FALSE(signatures.observe(7, 2, {in_mpi("MPI_Test", 20), out(7)}).progressed);
+  EXPECT_FALSE(signatures.observe(8, 2, {out(21), out(8)}).progressed);
+}
+
 TEST(SetSignatures, APollerWithACountIsActiveAndMovesWhenATestSucceeds) {
   SetSignatures signatures;
   // Rank 0 polls in its loop (place 20); rank 1 computes at 7.

@@ -48,6 +48,14 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
   EXPECT_TRUE(back.counted);
   EXPECT_TRUE(std::holds_alternative<TraceError>(
       parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","counted":1})")));
+  EXPECT_FALSE(back.progressed);
+  EXPECT_EQ(format_trace_line(o).find("progressed"), std::string::npos);
+  o.progressed = true;  // a rank completed an MPI call
+  back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_TRUE(back.progressed);
+  EXPECT_TRUE(
+      std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"progressed":"yes"})")));
+  o.progressed = false;
   o.counted = false;
   o.active_path = 0;  // too few ranks known: written as 0, not guessed from the path on replay
   o.active_out = 0;

@@ -29,6 +29,10 @@ struct Observation {
   // rank had one: no rank of the set waits where its stack cannot say whether it works, so the
   // active ranks are all there is to watch. False in traces without it.
   bool counted = false;
+  // Some rank of the set completed an MPI call since the set's previous observation (the progress
+  // library's counts): the job progressed, so this observation is no suspicion whatever S is.
+  // False in traces without it.
+  bool progressed = false;
 };
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.

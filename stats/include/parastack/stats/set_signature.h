@@ -19,6 +19,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -42,6 +44,8 @@ class SetSignatures {
 
  private:
   std::unordered_set<std::uint64_t> polling_places_;
+  // Each set's ranks' counts of completed MPI calls at its previous observation (Observation::progressed).
+  std::unordered_map<int, std::vector<std::optional<std::uint64_t>>> previous_completed_;
 };
 
 }  // namespace parastack::stats
