@@ -50,6 +50,10 @@ double StasisModel::place_bound(std::uint64_t path) {
   auto it = places_.find(path);
   if (it == places_.end() || refreshes_ == 0) return continue_bound_;
   Place& place = it->second;
+  // A place the job left every time it was seen (a hung set's rare configuration, seen a few times
+  // in passing) is no stickier than one never seen: the pooled bound, not its own few trials'
+  // bound, which is near 1 and would make a place seen three times less suspicious than a new one.
+  if (place.hits == 0) return continue_bound_;
   if (place.bound_refresh != refreshes_) {
     // Which place's bound gets used is not known in advance: the budget is shared by all of them.
     const double beta = beta_ * refresh_share(refreshes_ - 1) / 2 / static_cast<double>(places_.size());

@@ -105,6 +105,37 @@ TEST(Stasis, ARunAtAPlaceNeverSeenInHealthFiresWithinAFewObservations) {
   EXPECT_LE(length, 60);
 }
 
+// A place healthy observations passed through a few times without ever staying is judged as one never
+// seen: its own bound (three trials, no hit) would be near 1 and the run would never fire.
+TEST(Stasis, APlaceSeenInPassingButNeverStayedAtIsJudgedAsANewOne) {
+  Stream s;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 500 == 250) s.feed(42);  // in passing: the next observation is elsewhere
+    s.feed(draw(rng));
+  }
+  int length = 0;
+  StasisDecision d;
+  s.feed(42);
+  do {
+    d = s.feed(42);
+    ++length;
+  } while (!d.fired && length < 1000);
+  EXPECT_TRUE(d.fired);
+  EXPECT_LE(length, 60);
+  // A place that did stay once keeps its own bound: the same run is not judged as fast.
+  Stream stayed;
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 500 == 250) {
+      stayed.feed(43);
+      stayed.feed(43);
+    }
+    stayed.feed(draw(rng));
+  }
+  stayed.feed(43);
+  for (length = 0; length < 60; ++length) EXPECT_FALSE(stayed.feed(43).fired) << length;
+}
+
 TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {
   Stream s;
   s.feed(9);

@@ -12,12 +12,13 @@
 //    at v has probability at most c s_v^(L-1) (a Markov chain on the set's places, which also
 //    covers samples that are not independent). s_v is bounded above by the larger of the exact
 //    binomial bound (binomial.h) of v's own transitions and that of all still pairs pooled: a
-//    place seen rarely or never in health (a deadlock) gets the pooled bound, which in a job of
-//    independent samples is a weighted mean of the places' stickiness and so above a rare one's; a
-//    place seen often gets its own. (A single pooled s, a first-order chain on the still indicator
-//    alone, would be wrong: a job that is often at one sticky place and sometimes at others has
-//    long runs at the sticky one far more often than the pooled s predicts; a unit test checks
-//    this against the exact probabilities.) The run is a hang when c+ s_v+^(L-1) <= alpha_i.
+//    place never seen in health (a deadlock), or seen but never stayed at, gets the pooled bound,
+//    which in a job of independent samples is a weighted mean of the places' stickiness and so
+//    above a rare one's; a place seen often gets its own. (A single pooled s, a first-order chain
+//    on the still indicator alone, would be wrong: a job that is often at one sticky place and
+//    sometimes at others has long runs at the sticky one far more often than the pooled s
+//    predicts; a unit test checks this against the exact probabilities.) The run is a hang when
+//    c+ s_v+^(L-1) <= alpha_i.
 // 2. The model-free rule, for the first seconds of a job (before any model can be built) and for
 //    codes that never build one. It watches the set's *active* ranks (set_signature.h: those not
 //    busy-waiting in a polling loop): a run of observations in which the active ranks' paths stay
