@@ -170,16 +170,14 @@ Decision HangModel::observe(const Observation& observation) {
   const double sample = static_cast<double>(observation.n_out) / observation.n;
   decision.sample = sample;
 
-  // One significance per observation, for every test run on it (the alarm budget's index counts
-  // observations on which something was tested).
-  // The budget is planned (tests per horizon) at the first test, at the interval then in force.
+  // One significance per observation, for every test run on it: it stands for the time since the
+  // set was last tested (at most twice the interval: a gap, such as a verification, is not saved up
+  // for one test), and is charged to the budget only if something was tested.
+  const double stretch = std::clamp(observation.t - set.last_test.value_or(0.0), 0.0, 2 * interval_);
   auto alpha_now = [&] {
-    if (tests_per_horizon_ == 0) {
-      tests_per_horizon_ = static_cast<std::uint64_t>(std::ceil(config_.alarm.horizon_seconds / interval_));
-    }
     AlarmPolicy tests_policy = config_.alarm;
     if (splits_alpha()) tests_policy.alpha /= 2;
-    return test_alpha(tests_policy, tests_, tests_per_horizon_);
+    return watched_time_alpha(tests_policy, stretch, watched_ + stretch);
   };
   bool tested = false;
 
@@ -197,7 +195,10 @@ Decision HangModel::observe(const Observation& observation) {
     if (decision.verdict == Verdict::Hang && decision.evidence == Evidence::None) {
       decision.evidence = Evidence::Fraction;
     }
-    if (tested) ++tests_;
+    if (tested) {
+      watched_ += stretch;
+      set.last_test = observation.t;
+    }
     decision.model_samples = set.samples.size();
     return decision;
   };

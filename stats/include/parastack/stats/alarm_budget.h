@@ -8,7 +8,6 @@
 // See docs/statistics.md for the derivation and what it costs in detection delay.
 #pragma once
 
-#include <cstdint>
 #include <string_view>
 
 namespace parastack::stats {
@@ -28,10 +27,15 @@ struct AlarmPolicy {
   double horizon_seconds = 24 * 3600.0;
 };
 
-// Significance for the test with 0-based index test_index, when the horizon holds about
-// tests_per_horizon tests (horizon / sampling interval). Epoch j covers tests
-// [M(2^j - 1), M(2^(j+1) - 1)) and gets alpha / 2^(j+1), spread evenly:
-// alpha_i = alpha / (M * 2^(2j+1)). Sum over all i is alpha. PerTest returns alpha.
-double test_alpha(const AlarmPolicy& policy, std::uint64_t test_index, std::uint64_t tests_per_horizon);
+// Significance for a test that stands for `seconds` of watching (the time since its set's previous
+// test), when `watched_seconds` (this test's included) are what all tests of the job so far stand
+// for, summed over its sets. The budget is spent per second watched, not per test, so a job whose
+// sampling interval grew (a code with long cycles) is not charged for tests it never made: epoch j
+// covers watched time [H(2^j - 1), H(2^(j+1) - 1)) (H = horizon_seconds) and gets alpha / 2^(j+1),
+// spread evenly: alpha_i = alpha * seconds / (2H * 4^j), j taken at the end of the test's stretch.
+// The sum over all tests is at most alpha, whatever the intervals (docs/statistics.md). Watched
+// time counts each set's: two sets spend the first half of alpha in the job's first H/2, as two
+// tests per sample at the initial interval did before. PerTest returns alpha.
+double watched_time_alpha(const AlarmPolicy& policy, double seconds, double watched_seconds);
 
 }  // namespace parastack::stats

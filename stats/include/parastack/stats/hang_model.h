@@ -150,6 +150,7 @@ class HangModel {
     std::vector<int> streaks;                // consecutive samples <= each frozen threshold
     std::vector<double> onsets;              // when each of those streaks began
     std::vector<Held> held_back;             // the running streak's samples
+    std::optional<double> last_test;         // when the set was last tested (alarm budget)
     StasisModel stasis;
   };
 
@@ -163,8 +164,7 @@ class HangModel {
   std::vector<SetModel> sets_;
   double interval_;
   std::uint64_t observations_ = 0;
-  std::uint64_t tests_ = 0;
-  std::uint64_t tests_per_horizon_ = 0;  // fixed when the first set starts testing
+  double watched_ = 0;  // seconds the tests so far stand for, summed over the sets (alarm_budget.h)
   std::optional<double> ready_since_;
 };
 
