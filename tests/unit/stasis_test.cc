@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "parastack/stats/hang_model.h"
@@ -89,17 +90,24 @@ TEST(Stasis, ALongHealthyStreamNeverFires) {
   EXPECT_EQ(early, 0);
 }
 
+// Steps the stream onto `path` and keeps it there until the model fires (at most 1000 still
+// observations): the last decision, and how many still observations it took.
+std::pair<StasisDecision, int> stay_until_fired(Stream& s, std::uint64_t path) {
+  int length = 0;
+  StasisDecision d;
+  s.feed(path);
+  do {
+    d = s.feed(path);
+    ++length;
+  } while (!d.fired && length < 1000);
+  return {d, length};
+}
+
 TEST(Stasis, ARunAtAPlaceNeverSeenInHealthFiresWithinAFewObservations) {
   Stream s;
   std::mt19937_64 rng(3);
   for (int i = 0; i < 2000; ++i) s.feed(draw(rng));
-  int length = 0;
-  StasisDecision d;
-  s.feed(42);
-  do {
-    d = s.feed(42);
-    ++length;
-  } while (!d.fired && length < 1000);
+  const auto [d, length] = stay_until_fired(s, 42);
   EXPECT_TRUE(d.fired);
   EXPECT_LE(d.streak_bound, 1e-9);
   EXPECT_LE(length, 60);
@@ -114,13 +122,7 @@ TEST(Stasis, APlaceSeenInPassingButNeverStayedAtIsJudgedAsANewOne) {
     if (i % 500 == 250) s.feed(42);  // in passing: the next observation is elsewhere
     s.feed(draw(rng));
   }
-  int length = 0;
-  StasisDecision d;
-  s.feed(42);
-  do {
-    d = s.feed(42);
-    ++length;
-  } while (!d.fired && length < 1000);
+  const auto [d, length] = stay_until_fired(s, 42);
   EXPECT_TRUE(d.fired);
   EXPECT_LE(length, 60);
   // A place that did stay once keeps its own bound: the same run is not judged as fast.
@@ -133,7 +135,7 @@ TEST(Stasis, APlaceSeenInPassingButNeverStayedAtIsJudgedAsANewOne) {
     stayed.feed(draw(rng));
   }
   stayed.feed(43);
-  for (length = 0; length < 60; ++length) EXPECT_FALSE(stayed.feed(43).fired) << length;
+  for (int still = 1; still <= 60; ++still) EXPECT_FALSE(stayed.feed(43).fired) << still;
 }
 
 TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {
