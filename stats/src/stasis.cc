@@ -121,6 +121,12 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     d.continue_bound = place_bound(o.path);
     d.streak_bound = first_bound_ * std::pow(d.continue_bound, d.streak - 1);
     d.fired = config_.enabled && d.streak_bound <= test_alpha;
+    if (first_bound_ <= test_alpha) {
+      d.required_streak = 1;
+    } else if (d.continue_bound < 1 && test_alpha > 0) {
+      d.required_streak =
+          1 + static_cast<int>(std::ceil(std::log(test_alpha / first_bound_) / std::log(d.continue_bound) - 1e-9));
+    }
   }
   observe_active(o, d);
   return d;

@@ -89,13 +89,15 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
       for (std::size_t i = from; i < from + size && i < all.size(); ++i) targets.push_back(std::move(all[i]));
       targets.resize(size);
       from += size;
+      const std::uint64_t observed = observations_;
       if (auto ended = observe_set(probe, hooks, s, t, std::move(targets))) return *ended;
+      // A verification fed the model later snapshots of every set: these, from t, are stale.
+      if (observations_ > observed + 1) break;
     }
   }
 }
 
-std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
-                                                                double t, std::vector<RankSnapshot> targets) {
+Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, std::vector<RankSnapshot> targets) {
   const Observation observation = signatures_.observe(t, set, targets);
   const Decision decision = model_.observe(observation);
   ++observations_;
@@ -109,6 +111,13 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   } else {
     streak.clear();
   }
+  return decision;
+}
+
+std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
+                                                                double t, std::vector<RankSnapshot> targets) {
+  const Decision decision = record(hooks, set, t, std::move(targets));
+  auto& streak = streak_samples_[set];
   if (decision.verdict != Verdict::Hang) return std::nullopt;
 
   // Another set's verification has just seen the job move, after this streak began: the job was
@@ -120,7 +129,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= job_moved_at_; });
     return std::nullopt;
   }
-  auto verified = verify(probe, decision);
+  auto verified = verify(probe, hooks, decision);
   if (!verified) return std::optional<HangFinding>{};  // the job ended during verification
   if (hooks.on_alarm) hooks.on_alarm(verified->alarm);
   if (verified->alarm.slowdown) {
@@ -134,19 +143,52 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   return std::optional<HangFinding>{identify(probe, decision)};
 }
 
-std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decision& decision) {
+double Watchdog::evidence_complete_at(const Decision& decision) const {
+  const double t = decision.observation.t;
+  const auto& streak = streak_samples_[static_cast<std::size_t>(decision.observation.set)];
+  // The n-th of the set's kept observations after `from` (inclusive or not), or t.
+  auto nth_after = [&](double from, bool inclusive, int n) {
+    for (const auto& sampled : streak) {
+      if ((inclusive ? sampled.t >= from : sampled.t > from) && --n <= 0) return std::min(t, sampled.t);
+    }
+    return t;
+  };
+  switch (decision.evidence) {
+    case Evidence::Fraction:
+      if (decision.required_streak > 0 && decision.streak > decision.required_streak) {
+        return nth_after(decision.streak_onset, true, decision.required_streak);
+      }
+      return t;
+    case Evidence::Stasis:
+      // The run's onset is the observation before its first still one.
+      if (decision.stasis.required_streak > 0 && decision.stasis.streak > decision.stasis.required_streak) {
+        return nth_after(decision.stasis.streak_onset, false, decision.stasis.required_streak);
+      }
+      return t;
+    case Evidence::EarlyStasis:
+    case Evidence::None:
+      return t;
+  }
+  return t;
+}
+
+std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const WatchdogHooks& hooks,
+                                                   const Decision& decision) {
   Verified result{Alarm{decision, false, false, {}}};
   Alarm& alarm = result.alarm;
   const int set = decision.observation.set;
   const auto& streak = streak_samples_[set];
   // The alarming set's states since the evidence that fired began, then fresh snapshots of every
-  // sampled rank (all sets: a hang stops them all) I/2 apart (§3.3), over a window that grows with
-  // that evidence: a short streak is checked for at least I, a long one for a share of its length
-  // more, so a slowdown whose stretched cycle outlasts the streak still shows its movement. I/O
-  // counters at the first and last fresh snapshot.
+  // sampled rank (all sets: a hang stops them all) about I/2 apart (§3.3), until a window that
+  // grows with that evidence has passed since it sufficed: a short streak is checked for at least
+  // I, a long one for a share of its length more, so a slowdown whose stretched cycle outlasts the
+  // streak still shows its movement. I/O counters at the first and last fresh snapshot.
   std::vector<int> targets = sets_[set];
+  std::vector<std::size_t> first_target(sets_.size());  // where each set's ranks sit in `targets`
   for (int other = 0; other < static_cast<int>(sets_.size()); ++other) {
-    if (other != set) targets.insert(targets.end(), sets_[other].begin(), sets_[other].end());
+    if (other == set) continue;
+    first_target[other] = targets.size();
+    targets.insert(targets.end(), sets_[other].begin(), sets_[other].end());
   }
   std::vector<std::vector<RankSnapshot>> series(targets.size());
   std::vector<double> times;
@@ -162,22 +204,47 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decisi
   const double t = decision.observation.t;
   // Another set's verification may already have moved the clock past t: the fresh window starts now.
   const double fresh_start = std::max(t, probe.now());
-  // The job's longest freeze that verification has already seen end (a slowdown) sets a floor: a
+  // The window runs from when the evidence sufficed: a streak kept from before a slowdown's last
+  // movement and extended since has already been watched standing still past that point. The
+  // job's longest freeze that verification has already seen end (a slowdown) sets a floor: a
   // streak must then outlast it by half before it can be a hang.
-  const double window = decision.evidence == Evidence::EarlyStasis
-                            ? interval
-                            : std::max({interval, config_.verification_fraction * (t - onset),
-                                        config_.freeze_margin * longest_healthy_freeze_ - (fresh_start - onset)});
-  const int fresh_count = std::max(2, static_cast<int>(std::ceil(window / (interval / 2))));
+  const double complete = evidence_complete_at(decision);
+  const double end = decision.evidence == Evidence::EarlyStasis
+                         ? fresh_start + interval
+                         : std::max({complete + interval, complete + config_.verification_fraction * (complete - onset),
+                                     onset + config_.freeze_margin * longest_healthy_freeze_});
+  const double fresh_end = std::max(end, fresh_start + interval);
+  // Every fresh snapshot is also an observation of the model (of every set), at the model's own
+  // randomised pace: a hang whose streak verification cuts at a movement just before its onset
+  // has then kept growing meanwhile, and is judged again at once rather than after a new streak.
+  double fed_at = std::max(t, last_t_), feed_gap = model_.next_delay(rng_.uniform());
   std::vector<std::optional<std::uint64_t>> io_before, io_after;
-  for (int fresh = 1; fresh <= fresh_count; ++fresh) {
-    if (!probe.wait_until(fresh_start + fresh * window / fresh_count)) return std::nullopt;
-    const auto now = probe.snapshot(targets);
-    times.push_back(probe.now());
+  double at = fresh_start;
+  for (int fresh = 0; fresh < 2 || at < fresh_end; ++fresh) {
+    at = fresh >= 1 && at < fresh_end ? std::min(at + model_.next_delay(rng_.uniform()) / 2, fresh_end)
+                                      : at + model_.next_delay(rng_.uniform()) / 2;
+    if (!probe.wait_until(at)) return std::nullopt;
+    auto now = probe.snapshot(targets);
+    const double taken = probe.now();
+    times.push_back(taken);
     for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(i < now.size() ? now[i] : RankSnapshot{});
-    if (fresh == 1) io_before = probe.io_bytes();
-    if (fresh == fresh_count) io_after = probe.io_bytes();
+    if (fresh == 0) {
+      io_before = probe.io_bytes();
+      if (!io_mark_ || io_mark_->t < onset) io_mark_ = IoMark{taken, io_before};
+    }
+    if (taken - fed_at >= feed_gap) {
+      now.resize(targets.size());
+      for (int s = 0; s < static_cast<int>(sets_.size()); ++s) {
+        const std::size_t from = s == set ? 0 : first_target[s];
+        record(hooks, s, taken,
+               std::vector<RankSnapshot>(now.begin() + static_cast<std::ptrdiff_t>(from),
+                                         now.begin() + static_cast<std::ptrdiff_t>(from + sets_[s].size())));
+      }
+      fed_at = taken;
+      feed_gap = model_.next_delay(rng_.uniform());
+    }
   }
+  io_after = probe.io_bytes();
   last_t_ = probe.now();
   // A rank under a debugger stops its peers too, and looks exactly like a hang: someone is
   // looking at the job. Never kill it for that; the model starts again once the rank is released.
@@ -190,6 +257,8 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Decisi
     if (held.size() > 1) alarm.evidence += " and " + std::to_string(held.size() - 1) + " more";
     return result;
   }
+  // The earliest counters read since the evidence began: the longest span to see writing in.
+  if (io_mark_ && io_mark_->t >= onset && io_mark_->bytes.size() == io_after.size()) io_before = io_mark_->bytes;
   if (!io_before.empty() && io_before.size() == io_after.size()) {
     if (const auto writer = find_io_progress(io_before, io_after)) {
       alarm.slowdown = true;

@@ -113,6 +113,18 @@ TEST(Stasis, ARunAtAPlaceNeverSeenInHealthFiresWithinAFewObservations) {
   EXPECT_LE(length, 60);
 }
 
+// Every decision of the run says how long a run the test needs at this alpha: the run fires
+// exactly when it gets there (verification measures its window from that point).
+TEST(Stasis, TheRequiredRunIsTheLengthAtWhichTheRunFires) {
+  Stream s;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) s.feed(draw(rng));
+  const auto [d, length] = stay_until_fired(s, 42);
+  ASSERT_TRUE(d.fired);
+  EXPECT_EQ(d.required_streak, d.streak);
+  EXPECT_EQ(d.streak, length);
+}
+
 // A place healthy observations passed through a few times without ever staying is judged as one never
 // seen: its own bound (three trials, no hit) would be near 1 and the run would never fire.
 TEST(Stasis, APlaceSeenInPassingButNeverStayedAtIsJudgedAsANewOne) {

@@ -130,7 +130,12 @@ class Watchdog {
   // Feeds one set's snapshots to the model; a confirmed hang ends the watch.
   std::optional<std::optional<HangFinding>> observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set, double t,
                                                         std::vector<RankSnapshot> targets);
-  std::optional<Verified> verify(JobProbe& probe, const Decision& decision);
+  // The model's side of an observation: its decision, and the set's streak snapshots kept or dropped.
+  Decision record(const WatchdogHooks& hooks, int set, double t, std::vector<RankSnapshot> targets);
+  std::optional<Verified> verify(JobProbe& probe, const WatchdogHooks& hooks, const Decision& decision);
+  // When the evidence that fired first sufficed: the decision's own time, unless its run had
+  // grown past what the test needs (a streak kept from before a slowdown, then extended).
+  double evidence_complete_at(const Decision& decision) const;
   HangFinding identify(JobProbe& probe, const Decision& decision);
 
   WatchdogConfig config_;
@@ -144,6 +149,13 @@ class Watchdog {
   double last_t_ = 0;
   double longest_healthy_freeze_ = 0;  // seconds, from alarms that verification saw end
   double job_moved_at_ = -1;           // the latest movement a verification saw
+  // The I/O counters at a verification's first fresh snapshot: a later verification of evidence
+  // that began before then measures I/O from there, not only over its own (perhaps short) look.
+  struct IoMark {
+    double t;
+    std::vector<std::optional<std::uint64_t>> bytes;
+  };
+  std::optional<IoMark> io_mark_;
   std::uint64_t observations_ = 0;
 };
 
