@@ -124,8 +124,9 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     if (first_bound_ <= test_alpha) {
       d.required_streak = 1;
     } else if (d.continue_bound < 1 && test_alpha > 0) {
-      d.required_streak =
-          1 + static_cast<int>(std::ceil(std::log(test_alpha / first_bound_) / std::log(d.continue_bound) - 1e-9));
+      // A bound just below 1 asks for billions of observations: none, as far as anyone waits.
+      const double needed = 1 + std::ceil(std::log(test_alpha / first_bound_) / std::log(d.continue_bound) - 1e-9);
+      if (needed < 1e9) d.required_streak = static_cast<int>(needed);
     }
   }
   observe_active(o, d);

@@ -82,7 +82,7 @@ struct StasisDecision {
   double first_bound = 1;      // c+, upper bound of P(still) in health
   double continue_bound = 1;   // s_v+, upper bound of P(still | previous at v) in health
   double streak_bound = 1;     // c+ s+^(streak-1)
-  int required_streak = 0;     // the shortest run at this place that fires at this alpha (0: none)
+  int required_streak = 0;     // the shortest run at this place that fires at this alpha (0: none, or > 1e9)
   std::uint64_t pairs = 0;     // known pairs in the model
   int early_streak = 0;        // consecutive observations whose active ranks stood still
   double early_onset = 0;      // when that run stopped
