@@ -13,7 +13,7 @@ struct EmulatedNodeWorker::Generator {
 };
 
 EmulatedNodeWorker::EmulatedNodeWorker(int index, int count, std::uint32_t per_monitor, std::uint64_t seed)
-    : index_(index), count_(count), per_monitor_(per_monitor) {
+    : index_(index) {
   stackbench::Workload workload;
   workload.monitors = static_cast<std::uint32_t>(count);
   workload.tasks_per_monitor = per_monitor;

@@ -39,8 +39,7 @@ class EmulatedNodeWorker final : public NodeWorker {
 
  private:
   struct Generator;
-  int index_, count_;
-  std::uint32_t per_monitor_;
+  int index_;
   std::unique_ptr<Generator> generator_;
   std::vector<NodeRank> table_, ranks_;
   std::uint64_t samples_taken_ = 0;
