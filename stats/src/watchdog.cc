@@ -221,8 +221,8 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   std::vector<std::optional<std::uint64_t>> io_before, io_after;
   double at = fresh_start;
   for (int fresh = 0; fresh < 2 || at < fresh_end; ++fresh) {
-    at = fresh >= 1 && at < fresh_end ? std::min(at + model_.next_delay(rng_.uniform()) / 2, fresh_end)
-                                      : at + model_.next_delay(rng_.uniform()) / 2;
+    const double step = model_.next_delay(rng_.uniform()) / 2;  // at most 3I/4: the first never passes fresh_end
+    at = at < fresh_end ? std::min(at + step, fresh_end) : at + step;
     if (!probe.wait_until(at)) return std::nullopt;
     auto now = probe.snapshot(targets);
     const double taken = probe.now();
