@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "parastack/stats/binomial.h"
 
@@ -14,7 +17,22 @@ constexpr std::uint64_t kFirstRefreshPairs = 8;
 
 }  // namespace
 
-StasisModel::StasisModel(StasisConfig config, double beta) : config_(config), beta_(beta) {}
+std::string bound_formula(const StasisDecision& d) {
+  std::ostringstream out;
+  out << d.first_bound;
+  const int shallow = std::min(d.streak - 1, d.steps);
+  for (int g = 0; g < shallow; ++g) out << " x " << d.step_bounds[g];
+  if (d.streak - 1 > shallow) out << " x " << d.continue_bound << "^" << d.streak - 1 - shallow;
+  return out.str();
+}
+
+StasisModel::StasisModel(StasisConfig config, double beta) : config_(config), beta_(beta) {
+  if (config_.run_memory < 1 || config_.run_memory > kMaxRunMemory) {
+    throw std::invalid_argument("stasis run_memory must be 1 to " + std::to_string(kMaxRunMemory));
+  }
+}
+
+int StasisModel::depth_class(int depth) const { return std::min(depth, config_.run_memory - 1); }
 
 void StasisModel::commit(const Pair& pair) {
   committed_.push_back(pair);
@@ -24,9 +42,16 @@ void StasisModel::commit(const Pair& pair) {
     ++next_trials_;
     next_hits_ += pair.still ? 1 : 0;
   }
+  const int g = depth_class(pair.depth);
+  if (g > 0) {
+    ++class_trials_[g];
+    class_hits_[g] += pair.still ? 1 : 0;
+  }
   Place& place = places_[pair.from];
-  ++place.trials;
-  place.hits += pair.still ? 1 : 0;
+  ++place.all.trials;
+  place.all.hits += pair.still ? 1 : 0;
+  ++place.by_depth[g].trials;
+  place.by_depth[g].hits += pair.still ? 1 : 0;
   if (config_.window != 0 && committed_.size() > config_.window) {
     const Pair& old = committed_.front();
     --first_trials_;
@@ -35,32 +60,56 @@ void StasisModel::commit(const Pair& pair) {
       --next_trials_;
       next_hits_ -= old.still ? 1 : 0;
     }
+    const int old_g = depth_class(old.depth);
+    if (old_g > 0) {
+      --class_trials_[old_g];
+      class_hits_[old_g] -= old.still ? 1 : 0;
+    }
     auto it = places_.find(old.from);
-    if (--it->second.trials == 0) {
+    if (--it->second.all.trials == 0) {
       places_.erase(it);
     } else {
-      it->second.hits -= old.still ? 1 : 0;
+      it->second.all.hits -= old.still ? 1 : 0;
+      --it->second.by_depth[old_g].trials;
+      it->second.by_depth[old_g].hits -= old.still ? 1 : 0;
     }
     committed_.pop_front();
   }
   ++added_since_refresh_;
 }
 
-double StasisModel::place_bound(std::uint64_t path) {
-  auto it = places_.find(path);
-  if (it == places_.end() || refreshes_ == 0) return continue_bound_;
-  Place& place = it->second;
+double StasisModel::own_bound(Counts& counts) {
+  if (counts.bound_refresh != refreshes_) {
+    // Which place's bound gets used is not known in advance: the budget is shared by all of them
+    // (each place's first-order bound, and one per depth class when the chain remembers runs).
+    const int per_place = config_.run_memory == 1 ? 1 : config_.run_memory;
+    const double keys = static_cast<double>(places_.size()) * per_place;
+    counts.bound = binomial_upper_bound(counts.hits, counts.trials, beta_ * refresh_share(refreshes_ - 1) / 2 / keys);
+    counts.bound_refresh = refreshes_;
+  }
+  return counts.bound;
+}
+
+double StasisModel::first_order_bound(Place* place) {
   // A place the job left every time it was seen (a hung set's rare configuration, seen a few times
   // in passing) is no stickier than one never seen: the pooled bound, not its own few trials'
   // bound, which is near 1 and would make a place seen three times less suspicious than a new one.
-  if (place.hits == 0) return continue_bound_;
-  if (place.bound_refresh != refreshes_) {
-    // Which place's bound gets used is not known in advance: the budget is shared by all of them.
-    const double beta = beta_ * refresh_share(refreshes_ - 1) / 2 / static_cast<double>(places_.size());
-    place.bound = binomial_upper_bound(place.hits, place.trials, beta);
-    place.bound_refresh = refreshes_;
-  }
-  return std::max(continue_bound_, place.bound);
+  if (place == nullptr || place->all.hits == 0) return continue_bound_;
+  return std::max(continue_bound_, own_bound(place->all));
+}
+
+double StasisModel::place_bound(std::uint64_t path, int g) {
+  auto it = places_.find(path);
+  if (it == places_.end() || refreshes_ == 0) return continue_bound_;
+  Place& place = it->second;
+  if (config_.run_memory == 1) return first_order_bound(&place);
+  // Never seen this deep into a run at this place: as the first-order chain judges it. Seen, but
+  // always left from there: its own bound where the trials make it the tighter one. Seen staying:
+  // its own bound, floored by all places' at this depth.
+  Counts& counts = place.by_depth[g];
+  if (counts.trials == 0) return first_order_bound(&place);
+  const double own = std::max(class_bound_[g], own_bound(counts));
+  return counts.hits == 0 ? std::min(first_order_bound(&place), own) : own;
 }
 
 void StasisModel::commit_held() {
@@ -77,7 +126,12 @@ void StasisModel::maybe_refresh() {
   if (!grown) return;
   const double beta = beta_ * refresh_share(refreshes_) / 4;  // c and s a quarter each; places half
   first_bound_ = binomial_upper_bound(first_hits_, first_trials_, beta);
-  continue_bound_ = binomial_upper_bound(next_hits_, next_trials_, beta);
+  // s's quarter: pooled continuation, and (run_memory > 1) pooled by depth class, half and half.
+  const int classes = config_.run_memory - 1;
+  continue_bound_ = binomial_upper_bound(next_hits_, next_trials_, classes > 0 ? beta / 2 : beta);
+  for (int g = 1; g <= classes; ++g) {
+    class_bound_[g] = binomial_upper_bound(class_hits_[g], class_trials_[g], beta / 2 / classes);
+  }
   ++refreshes_;
   trials_at_refresh_ = first_trials_;
   added_since_refresh_ = 0;
@@ -96,9 +150,11 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     // Not evidence either way: the run (if any) ends, and the chain of pairs is broken.
     commit_held();
     previous_still_.reset();
+    depth_ = 0;
   } else {
-    const Pair pair{o.t, d.still, previous_still_, previous_path_before};
+    const Pair pair{o.t, d.still, previous_still_, previous_path_before, depth_};
     previous_still_ = d.still;
+    depth_ = d.still ? depth_ + 1 : 0;
     if (d.still) {
       if (held_.empty()) held_onset_ = stopped_at;
       held_.push_back(pair);
@@ -118,14 +174,27 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
   d.streak = static_cast<int>(held_.size());
   d.streak_onset = held_onset_;
   if (d.streak > 0) {
-    d.continue_bound = place_bound(o.path);
-    d.streak_bound = first_bound_ * std::pow(d.continue_bound, d.streak - 1);
+    // The run's still observations after the first: the d-th is bounded by s_v,min(d, run_memory-1).
+    const int deepest = depth_class(std::numeric_limits<int>::max());
+    d.steps = std::max(0, deepest - 1);
+    for (int g = 1; g <= d.steps; ++g) d.step_bounds[g - 1] = place_bound(o.path, g);
+    d.continue_bound = place_bound(o.path, deepest);
+    const auto bound_of = [&](int length) {
+      double bound = first_bound_;
+      const int shallow = std::min(length - 1, d.steps);
+      for (int g = 1; g <= shallow; ++g) bound *= d.step_bounds[g - 1];
+      return bound * std::pow(d.continue_bound, length - 1 - shallow);
+    };
+    d.streak_bound = bound_of(d.streak);
     d.fired = config_.enabled && d.streak_bound <= test_alpha;
-    if (first_bound_ <= test_alpha) {
-      d.required_streak = 1;
-    } else if (d.continue_bound < 1 && test_alpha > 0) {
+    for (int length = 1; length <= d.steps + 1 && d.required_streak == 0; ++length) {
+      if (bound_of(length) <= test_alpha) d.required_streak = length;
+    }
+    if (d.required_streak == 0 && d.continue_bound < 1 && test_alpha > 0) {
       // A bound just below 1 asks for billions of observations: none, as far as anyone waits.
-      const double needed = 1 + std::ceil(std::log(test_alpha / first_bound_) / std::log(d.continue_bound) - 1e-9);
+      const double after_steps = bound_of(d.steps + 1);
+      const double needed =
+          d.steps + 1 + std::ceil(std::log(test_alpha / after_steps) / std::log(d.continue_bound) - 1e-9);
       if (needed < 1e9) d.required_streak = static_cast<int>(needed);
     }
   }

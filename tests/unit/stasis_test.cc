@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -140,6 +144,67 @@ TEST(Stasis, APlaceSeenInPassingButNeverStayedAtIsJudgedAsANewOne) {
   }
   stayed.feed(43);
   for (int still = 1; still <= 60; ++still) EXPECT_FALSE(stayed.feed(43).fired) << still;
+}
+
+// A place whose visits last 1, 2, 3 or 4 observations (equally likely), between visits of one
+// observation to one of four other places: a run of L still observations at place 1 starting at a
+// given observation has exactly the probability E[max(0, D - L)] / 3.5 (a cycle is 3.5 observations
+// on average): 1.5, 0.75, 0.25 and 0 (L = 1 .. 4) over 3.5. Its stickiness depends on how long
+// the run has lasted (2/3 after one still observation, 1/3 after two or more), which a chain that
+// remembers the run learns and a first-order one (one s_v = 0.6 for every step) does not.
+struct Visits {
+  Stream stream;
+  explicit Visits(int run_memory, int observations = 20000) : stream(config(run_memory)) {
+    std::mt19937_64 rng(5);
+    for (int fed = 0; fed < observations;) {
+      const int duration = 1 + static_cast<int>(rng() % 4);
+      for (int i = 0; i < duration; ++i, ++fed) stream.feed(1);
+      stream.feed(2 + rng() % 4);
+      ++fed;
+    }
+    stream.feed(2);
+  }
+  static StasisConfig config(int run_memory) {
+    StasisConfig c;
+    c.run_memory = run_memory;
+    return c;
+  }
+};
+
+TEST(Stasis, AChainThatRemembersTheRunBoundsEachStepAndTheRunByItsExactProbability) {
+  Visits visits(3);
+  const std::array<double, 4> exact{1.5 / 3.5, 0.75 / 3.5, 0.25 / 3.5, 0};
+  visits.stream.feed(1);
+  for (int length = 1; length <= 4; ++length) {
+    const auto d = visits.stream.feed(1);
+    ASSERT_EQ(d.streak, length);
+    EXPECT_GE(d.streak_bound, exact[static_cast<std::size_t>(length - 1)]) << "run of " << length;
+    EXPECT_EQ(d.steps, 1);
+    EXPECT_GE(d.first_bound, 1.5 / 3.5);
+    EXPECT_GE(d.step_bounds[0], 2.0 / 3);  // after one still observation
+    EXPECT_GE(d.continue_bound, 1.0 / 3);  // after two or more
+    // ... and learned, not the pooled fallback of a place never seen this deep: about 1/3 over some
+    // hundreds of trials, well below the first-order 0.6.
+    EXPECT_LT(d.continue_bound, 0.5);
+  }
+}
+
+TEST(Stasis, ARunLongerThanAPlaceEverHeldFiresSoonerWhenTheChainRemembersTheRun) {
+  Visits first_order(1), remembering(3);
+  const int first_order_length = stay_until_fired(first_order.stream, 1).second;
+  const auto [d, length] = stay_until_fired(remembering.stream, 1);
+  ASSERT_TRUE(d.fired);
+  EXPECT_EQ(d.required_streak, length);
+  EXPECT_LT(length, first_order_length * 2 / 3) << "first order: " << first_order_length;
+  // c x s_1 x s^(L-2), as reports print it
+  const std::string formula = bound_formula(d);
+  EXPECT_EQ(std::count(formula.begin(), formula.end(), 'x'), 2) << formula;
+  EXPECT_NE(formula.find("^" + std::to_string(length - 2)), std::string::npos) << formula;
+}
+
+TEST(Stasis, ARunMemoryOutsideOneToFourIsRefused) {
+  EXPECT_THROW(StasisModel(Visits::config(0), kBeta), std::invalid_argument);
+  EXPECT_THROW(StasisModel(Visits::config(kMaxRunMemory + 1), kBeta), std::invalid_argument);
 }
 
 TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {

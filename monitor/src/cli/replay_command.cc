@@ -50,13 +50,15 @@ nlohmann::json decision_json(const stats::Decision& d) {
   }
   if (d.interval_doubled) j["interval_doubled"] = true;
   if (d.stasis.known) {
-    j["stasis"] = {{"still", d.stasis.still},
-                   {"run", d.stasis.streak},
-                   {"bound", d.stasis.streak_bound},
-                   {"c", d.stasis.first_bound},
-                   {"s", d.stasis.continue_bound},
-                   {"early_run", d.stasis.early_streak},
-                   {"early_needed", d.stasis.early_needed}};
+    j["stasis"] = {
+        {"still", d.stasis.still},
+        {"run", d.stasis.streak},
+        {"bound", d.stasis.streak_bound},
+        {"c", d.stasis.first_bound},
+        {"s_steps", std::vector<double>(d.stasis.step_bounds.begin(), d.stasis.step_bounds.begin() + d.stasis.steps)},
+        {"s", d.stasis.continue_bound},
+        {"early_run", d.stasis.early_streak},
+        {"early_needed", d.stasis.early_needed}};
   }
   if (d.verdict == stats::Verdict::Hang) j["evidence"] = stats::to_string(d.evidence);
   return j;
@@ -74,10 +76,8 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
                     d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed);
       break;
     case stats::Evidence::Stasis:
-      std::snprintf(text, sizeof text,
-                    "set %d: %d consecutive still observations since t=%.3f, bound %.3g x %.3g^%d = %.3g",
-                    d.observation.set, st.streak, st.streak_onset, st.first_bound, st.continue_bound, st.streak - 1,
-                    st.streak_bound);
+      std::snprintf(text, sizeof text, "set %d: %d consecutive still observations since t=%.3f, bound %s = %.3g",
+                    d.observation.set, st.streak, st.streak_onset, stats::bound_formula(st).c_str(), st.streak_bound);
       break;
     default:
       std::snprintf(text, sizeof text, "set %d: %d consecutive suspicions S<=%.3f since t=%.3f, q=%.3f, k=%d",

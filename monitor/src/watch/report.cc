@@ -227,15 +227,17 @@ nlohmann::json to_json(const RunReport& r) {
     out["hang_type"] = std::string(stats::to_string(r.finding->type()));
     evidence["kind"] = std::string(stats::to_string(d.evidence));
     const auto& st = d.stasis;
-    evidence["stasis_run"] = {{"observations", st.streak},
-                              {"since", st.streak_onset},
-                              {"first_bound", st.first_bound},
-                              {"continue_bound", st.continue_bound},
-                              {"bound", st.streak_bound},
-                              {"pairs", st.pairs},
-                              {"early_observations", st.early_streak},
-                              {"early_since", st.early_onset},
-                              {"early_needed", st.early_needed}};
+    evidence["stasis_run"] = {
+        {"observations", st.streak},
+        {"since", st.streak_onset},
+        {"first_bound", st.first_bound},
+        {"step_bounds", std::vector<double>(st.step_bounds.begin(), st.step_bounds.begin() + st.steps)},
+        {"continue_bound", st.continue_bound},
+        {"bound", st.streak_bound},
+        {"pairs", st.pairs},
+        {"early_observations", st.early_streak},
+        {"early_since", st.early_onset},
+        {"early_needed", st.early_needed}};
     out["faulty_ranks"] = r.faulty_ranks;
     out["detected_at"] = r.detected_at;
     out["onset_estimate"] = r.onset_estimate;
@@ -314,9 +316,8 @@ std::string to_text(const RunReport& r) {
         break;
       case stats::Evidence::Stasis:
         out << "evidence:  " << st.streak << " consecutive observations in which no sampled rank moved; "
-            << "healthy, this job does that with probability <= " << st.first_bound << " x " << st.continue_bound << "^"
-            << (st.streak - 1) << " = " << st.streak_bound << " (from " << st.pairs
-            << " healthy observation pairs), below the test's alpha\n";
+            << "healthy, this job does that with probability <= " << stats::bound_formula(st) << " = "
+            << st.streak_bound << " (from " << st.pairs << " healthy observation pairs), below the test's alpha\n";
         break;
       default:
         out << "evidence:  " << d.streak << " consecutive samples with at most "

@@ -18,7 +18,10 @@
 //    on the still indicator alone, would be wrong: a job that is often at one sticky place and
 //    sometimes at others has long runs at the sticky one far more often than the pooled s
 //    predicts; a unit test checks this against the exact probabilities.) The run is a hang when
-//    c+ s_v+^(L-1) <= alpha_i.
+//    c+ s_v+^(L-1) <= alpha_i. The chain also remembers how long the run has lasted (run_memory):
+//    a healthy set leaves a call site after a few observations, so s_v,d = P(still | d still
+//    observations at v already) is learned for d = 1 and d >= 2 apart, and the run is bounded by
+//    c+ s_v,1+ s_v,2+^(L-2). A depth at which v was never seen is judged by the first-order s_v+.
 // 2. The model-free rule, for the first seconds of a job (before any model can be built) and for
 //    codes that never build one. It watches the set's *active* ranks (set_signature.h: those not
 //    busy-waiting in a polling loop): a run of observations in which the active ranks' paths stay
@@ -45,10 +48,12 @@
 // learns from the past and tests the present, and a hang never teaches it that stasis is normal.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -72,16 +77,26 @@ struct StasisConfig {
   std::uint64_t early_min_pairs = 16;
   double early_max_still_share = 0.5;
   std::size_t window = 2048;  // most recent observation pairs the model keeps
+  // How long a run the chain remembers: P(still) at a place is learned separately after 1, 2, ...
+  // run_memory - 1 still observations there, and deeper ones pooled (1: one P(still | at v)).
+  int run_memory = 3;
 };
 
+// The deepest run_memory a StasisConfig may ask for.
+inline constexpr int kMaxRunMemory = 4;
+
 struct StasisDecision {
-  bool known = false;          // this observation and the set's previous one both had known paths
-  bool still = false;          // known, the same path, few ranks outside MPI
-  int streak = 0;              // consecutive still observations, this one included
-  double streak_onset = 0;     // t of the observation before the first still one: when it stopped
-  double first_bound = 1;      // c+, upper bound of P(still) in health
-  double continue_bound = 1;   // s_v+, upper bound of P(still | previous at v) in health
-  double streak_bound = 1;     // c+ s+^(streak-1)
+  bool known = false;         // this observation and the set's previous one both had known paths
+  bool still = false;         // known, the same path, few ranks outside MPI
+  int streak = 0;             // consecutive still observations, this one included
+  double streak_onset = 0;    // t of the observation before the first still one: when it stopped
+  double first_bound = 1;     // c+, upper bound of P(still) in health
+  double continue_bound = 1;  // s_v+, upper bound of P(still | at v, run as deep as remembered) in health
+  // s_v,d+ for the run's still observations after d = 1 .. steps ones at v (run_memory > 2), then
+  // continue_bound for every deeper one.
+  std::array<double, kMaxRunMemory> step_bounds{};
+  int steps = 0;
+  double streak_bound = 1;     // c+ s_v,1+ ... s+^(streak-1-steps)
   int required_streak = 0;     // the shortest run at this place that fires at this alpha (0: none, or > 1e9)
   std::uint64_t pairs = 0;     // known pairs in the model
   int early_streak = 0;        // consecutive observations whose active ranks stood still
@@ -91,6 +106,9 @@ struct StasisDecision {
   bool fired = false;          // the model's test fired
   bool early_fired = false;    // the model-free rule fired
 };
+
+// The run's bound as a product, "c x s_1 x s^(L-1-steps)", for reports and replay.
+std::string bound_formula(const StasisDecision& decision);
 
 class StasisModel {
  public:
@@ -108,17 +126,26 @@ class StasisModel {
     bool still;
     std::optional<bool> previous_still;  // the pair before it in an unbroken chain
     std::uint64_t from = 0;              // the previous observation's path (known)
+    int depth = 0;                       // still pairs in a row just before it (at `from`)
   };
-  // One place's transitions in the model: how often the next observation was known, and still.
-  struct Place {
+  struct Counts {
     std::uint64_t trials = 0, hits = 0;
     int bound_refresh = -1;  // the refresh its cached bound belongs to
     double bound = 1;
   };
+  // One place's transitions in the model, by how deep into a run at it they came (depth_class):
+  // how often the next observation was known, and still.
+  struct Place {
+    Counts all;  // at any depth: the first-order chain's
+    std::array<Counts, kMaxRunMemory> by_depth;
+  };
+  int depth_class(int depth) const;
+  double own_bound(Counts& counts);
+  double first_order_bound(Place* place);
   void commit(const Pair& pair);
   void commit_held();
   void maybe_refresh();
-  double place_bound(std::uint64_t path);
+  double place_bound(std::uint64_t path, int depth_class);
   void observe_active(const Observation& observation, StasisDecision& decision);
   void step_active(const Observation& observation);
   void add_link(bool still);
@@ -128,6 +155,7 @@ class StasisModel {
   std::uint64_t previous_path_ = 0;
   double previous_t_ = 0;
   std::optional<bool> previous_still_;  // last known pair's stillness, while the chain is unbroken
+  int depth_ = 0;                       // still pairs in a row at the end of the unbroken chain
   std::vector<Pair> held_;              // the running still run
   double held_onset_ = 0;
   std::deque<Pair> committed_;
@@ -135,6 +163,9 @@ class StasisModel {
   std::uint64_t added_since_refresh_ = 0, trials_at_refresh_ = 0;
   int refreshes_ = 0;
   double first_bound_ = 1, continue_bound_ = 1;
+  // All places pooled, by depth class (1 .. run_memory - 1; unused when run_memory is 1).
+  std::array<std::uint64_t, kMaxRunMemory> class_trials_{}, class_hits_{};
+  std::array<double, kMaxRunMemory> class_bound_{};
   std::unordered_map<std::uint64_t, Place> places_;
 
   // The model-free rule, over the active signature (Observation::active_path).
