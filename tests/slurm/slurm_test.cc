@@ -3,6 +3,8 @@
 // hangs, real mail (exim's local delivery to /var/mail/pstest). After every job: no process of
 // the user and no cgroup of the job is left.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -44,6 +47,22 @@ void expect_nothing_left(const SlurmCluster& cluster, const std::string& id) {
   std::string list;
   for (const auto& l : left) list += l + "\n";
   EXPECT_TRUE(left.empty()) << "left behind by job " << id << ":\n" << list;
+}
+
+// The user's monitors' own Open MPI session directories in /tmp (the jobs' TMPDIR here).
+std::set<std::string> monitor_session_directories() {
+  std::set<std::string> found;
+  const passwd* user = ::getpwnam(SlurmCluster::user().c_str());
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp", ignored)) {
+    struct stat owner {};
+    const std::string name = entry.path().filename();
+    if (user && name.rfind("parastack-monitors.", 0) == 0 && ::stat(entry.path().c_str(), &owner) == 0 &&
+        owner.st_uid == user->pw_uid) {
+      found.insert(name);
+    }
+  }
+  return found;
 }
 
 std::string mailbox() { return read_file("/var/mail/" + SlurmCluster::user()); }
@@ -208,7 +227,11 @@ TEST_F(SlurmPlugin, AHealthySrunJobCompletesUntouchedWithMonitorsBesideIt) {
 // The leading monitor watches the batch script (the plugin records its pid and start time) and
 // ends with it, so the monitors' step ends by itself, before the batch step's end would kill it.
 // Nothing signals the monitors and nothing searches for them.
+// And they leave no session directory of their own behind in the node's /tmp, where they remove
+// the one that monitors killed with an earlier job left.
 TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
+  const auto stale = testing::stale_monitors_session_directory("/tmp", SlurmCluster::user());
+  const auto directories_before = monitor_session_directories();
   const auto id = cluster().submit({"-n", "4", "-o", "ends.out", "-e", "ends.err", "--parastack=log-level=info",
                                     solver_script(cluster(), "srun", 5)});
   const auto job = cluster().wait_ended(id, 300);
@@ -219,6 +242,14 @@ TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
     EXPECT_EQ(err.find(killed), std::string::npos) << err;
   }
   expect_nothing_left(cluster(), id);
+  std::string left;
+  for (const auto& name : monitor_session_directories()) {
+    if (!directories_before.count(name)) left += " /tmp/" + name;
+  }
+  EXPECT_EQ(left, "") << "the monitors' session directories outlived them";
+  EXPECT_FALSE(std::filesystem::exists(stale)) << stale << ": a killed job's monitors' directory was kept";
+  std::error_code ignored;
+  std::filesystem::remove_all(stale, ignored);
 }
 
 TEST_F(SlurmPlugin, AHealthyMpirunJobCompletesUntouchedWithMonitorsBesideIt) {

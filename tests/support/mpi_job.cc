@@ -1,8 +1,10 @@
 #include "support/mpi_job.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +96,24 @@ std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path
   auto environment = mpi_test_environment();
   environment.push_back("OMPI_MCA_orte_top_session_dir=" + session_dir.string());
   return environment;
+}
+
+std::filesystem::path stale_monitors_session_directory(const std::filesystem::path& tmp, const std::string& owner) {
+  const passwd* user = ::getpwnam(owner.c_str());
+  if (!user) throw std::runtime_error("no user " + owner);
+  const pid_t ended = ::fork();
+  if (ended == 0) ::_exit(0);
+  ::waitpid(ended, nullptr, 0);
+  utsname host{};
+  ::uname(&host);
+  const auto dir = tmp / ("parastack-monitors." + std::string(host.nodename) + "." + std::to_string(user->pw_uid) +
+                          "." + std::to_string(ended) + ".1");
+  std::filesystem::create_directories(dir / "pid.1");
+  std::ofstream(dir / "pid.1" / "contact.txt") << "left by a killed mpirun";
+  for (const auto& path : {dir, dir / "pid.1", dir / "pid.1" / "contact.txt"}) {
+    if (::chown(path.c_str(), user->pw_uid, user->pw_gid) != 0) throw std::runtime_error("chown " + path.string());
+  }
+  return dir;
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment)

@@ -95,4 +95,9 @@ std::vector<std::string> mpi_test_environment();
 // removes), or Open MPI 4's start-up clean-up can make either mpirun fail.
 std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path& session_dir);
 
+// What a killed job's monitors leave in TMP: their own Open MPI session directory (named as
+// os/session_directory.h names them, for this host and `owner`'s uid), whose process has ended, with
+// a file inside, owned by `owner`. Its path. The next monitors of that user on this host remove it.
+std::filesystem::path stale_monitors_session_directory(const std::filesystem::path& tmp, const std::string& owner);
+
 }  // namespace parastack::testing

@@ -13,26 +13,14 @@
 #include <fstream>
 #include <string>
 
+#include "scratch.h"
+
 namespace parastack::os {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Scratch {
- public:
-  Scratch() {
-    std::string pattern = (fs::temp_directory_path() / "parastack-files-XXXXXX").string();
-    if (::mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::Scratch;
 
 std::string read(const fs::path& path) {
   std::ifstream in(path);

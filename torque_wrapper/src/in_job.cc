@@ -28,6 +28,7 @@
 #include "job_script.h"
 #include "os/proc.h"
 #include "os/run_program.h"
+#include "os/session_directory.h"
 
 namespace parastack::pbs {
 namespace {
@@ -177,10 +178,12 @@ void start_monitors(const std::vector<std::string>& argv, int script_fd) {
     // is creating, and that one fails ("A call to mkdir was unable to create the desired directory ...
     // session_dir.c at line 107"). The script's first mpirun starts with the monitors': theirs gets a
     // session directory of its own, so it can never make the job's mpirun fail.
-    ::setenv(
-        "OMPI_MCA_orte_top_session_dir",
-        (job_tmpdir() + "/parastack-monitors." + std::to_string(::getuid()) + "." + std::to_string(::getpid())).c_str(),
-        1);
+    // Those of jobs deleted before (SIGKILL leaves Open MPI no time to clean up) go first.
+    os::remove_stale_monitors_session_directories(job_tmpdir());
+    const auto self = os::identify(os::Pid{::getpid()});  // mpirun's pid and start time, after execvp
+    const std::string session =
+        os::monitors_session_directory(job_tmpdir(), self ? *self : os::ProcessIdentity{os::Pid{::getpid()}, 0});
+    ::setenv("OMPI_MCA_orte_top_session_dir", session.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

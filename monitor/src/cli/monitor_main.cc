@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -32,6 +33,7 @@
 #include "node/stack_views.h"
 #include "os/batch_system.h"
 #include "os/proc.h"
+#include "os/session_directory.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
 
@@ -431,6 +433,34 @@ int watch_across_nodes(const MonitorOptions& options, const sampler::JobSelector
 
 namespace {
 
+// The monitors' own Open MPI session directory (os/session_directory.h). Started by mpirun, the
+// monitors have their mpirun's (which pbs_parastack keeps apart, and docs/user-guide.md says how);
+// started by srun, one of their own. Open MPI empties it at MPI_Finalize but leaves it: it goes
+// with this object, after MPI_Finalize, and those of monitors killed with their job go when the
+// next monitor of the user starts on the node.
+class OwnSessionDirectory {
+ public:
+  OwnSessionDirectory() {
+    namespace os = parastack::os;
+    if (std::getenv("OMPI_MCA_orte_top_session_dir")) return;
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string under = tmp && *tmp ? tmp : "/tmp";
+    os::remove_stale_monitors_session_directories(under);
+    const auto self = os::identify(os::Pid{::getpid()});
+    path_ = os::monitors_session_directory(under, self ? *self : os::ProcessIdentity{os::Pid{::getpid()}, 0});
+    ::setenv("OMPI_MCA_orte_top_session_dir", path_.c_str(), 1);
+  }
+  ~OwnSessionDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  OwnSessionDirectory(const OwnSessionDirectory&) = delete;
+  OwnSessionDirectory& operator=(const OwnSessionDirectory&) = delete;
+
+ private:
+  std::string path_;  // empty: somebody else's, left alone
+};
+
 int monitor_main(int argc, char** argv) {
   using namespace parastack;
   using namespace parastack::cli;
@@ -445,18 +475,7 @@ int monitor_main(int argc, char** argv) {
   // the same line in the log, not silently.
   ::signal(SIGTERM, request_stop);
   ::signal(SIGINT, request_stop);
-  // Open MPI 4 removes its user's session directory on the node (ompi.HOST.UID) once it is empty: when
-  // this monitor leaves it empty at the moment the job's next mpirun is creating its own directory in
-  // it, that mpirun fails. Started by mpirun, the monitors have their mpirun's directory (which
-  // pbs_parastack keeps apart, and docs/user-guide.md says how); started by srun, one of their own.
-  if (!std::getenv("OMPI_MCA_orte_top_session_dir")) {
-    const char* tmp = std::getenv("TMPDIR");
-    char host[256] = "";
-    ::gethostname(host, sizeof host - 1);
-    const std::string top = std::string(tmp && *tmp ? tmp : "/tmp") + "/parastack-monitor." + host + "." +
-                            std::to_string(::getuid()) + "." + std::to_string(::getpid());
-    ::setenv("OMPI_MCA_orte_top_session_dir", top.c_str(), 1);
-  }
+  const OwnSessionDirectory session_directory;  // removed after MPI_Finalize, when the object goes
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int self = 0, size = 1;
