@@ -53,7 +53,8 @@
 #   --seed N                  SEED                 the random choices (ranks, times)    random
 #   --parastack-options "..." PARASTACK_OPTIONS    more options for `parastack run`, e.g.
 #                                                  "--log-level debug" (each run keeps its log in
-#                                                  the work directory while the script runs)
+#                                                  the work directory while the script runs; runs
+#                                                  start there, so give paths absolute)
 #   --keep                    KEEP=1               keep the work directory (logs, reports) at the end
 # A quick smoke run of the mechanics (a few minutes):
 #   bench/watchdog.sh --rounds 1 --iterations 20000 --solver-runs 1 --solver-ranks 4 \
@@ -175,6 +176,12 @@ watch() {
     *) left=$(started_pids "$id" | wc -l) ;;
   esac
   kill_started "$id"
+  # Options parastack refuses (a path relative to the caller's directory: runs start in DIR) would
+  # refuse every run, and each would read as a fault that never fired.
+  if [ "$status" = 2 ] && grep -q '^parastack run: ' "$dir/log"; then
+    echo "parastack refused the run: $(grep -m1 '^parastack run: ' "$dir/log")" >&2
+    exit 2
+  fi
 }
 
 # A LAMMPS example (melt or peptide) copied into DIR and lengthened: a run of 10^8 steps that
