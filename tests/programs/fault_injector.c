@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "ready_file.h"
 
 enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW };
@@ -37,12 +38,6 @@ static atomic_long calls;
 static atomic_int fired;
 static double fired_at;
 static volatile double sink;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double env_number(const char* name, double fallback) {
   const char* value = getenv(name);

@@ -35,18 +35,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "ready_file.h"
 
 enum { kTagRightward = 31, kTagLeftward = 32, kSlice = 256 };
 
 static volatile double sink;
 static int rank, size;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The rank's share of the field: u[0] and u[cells + 1] are the halo cells. */
 struct field {

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "ready_file.h"
 
 #define RING_DOUBLES 8
@@ -54,26 +55,6 @@ enum fault { NONE, SKIP_COLLECTIVE, DEADLOCK_PAIR, WRONG_TAG_FAULT, COMPUTE };
 
 static volatile double sink;
 static int rank, size;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* About ms milliseconds of CPU time (wall time would count the other ranks on a busy node). */
-__attribute__((noinline)) static void relax_grid(double ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  const double end = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + ms / 1000;
-  double x = 0;
-  for (;;) {
-    for (int i = 1; i < 2000; ++i) x += 1.0 / ((double)i * i);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    if ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec >= end) break;
-  }
-  sink = x;
-}
 
 __attribute__((noinline, noreturn)) static void compute_forever(void) {
   for (;;)
@@ -166,7 +147,7 @@ int main(int argc, char** argv) {
     const int plain = i % 4 != 0 && i % 10 != 0;
     const int fires = faulty && !fired && plain && now() - start >= fault_after;
     fired |= fires;
-    relax_grid(compute_ms);
+    sink = relax_grid(compute_ms);
     for (int k = 0; k < RING_DOUBLES; ++k) mine[k] = sink + rank + k;
     const int tag = (int)(i % 1000);
     if (fires && fault == COMPUTE) {

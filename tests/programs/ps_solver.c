@@ -21,32 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "ready_file.h"
 
 static volatile double sink;
 static int rank, size;
 static double compute_ms = 20;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Computes for about ms milliseconds of CPU time: on an oversubscribed node wall time would also
- * count the time others run. */
-__attribute__((noinline)) static void relax_grid(double ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  const double end = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + ms / 1000;
-  double x = 0;
-  for (;;) {
-    for (int i = 1; i < 2000; ++i) x += 1.0 / ((double)i * i);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    if ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec >= end) break;
-  }
-  sink = x;
-}
 
 /* Load imbalance, as real decompositions have: ranks compute 1x, 1.5x or 2x the base time, so
  * the faster ones wait inside MPI for the slowest every iteration. (With 1.0-1.2x, a 2-rank
@@ -103,7 +83,7 @@ static void* hybrid_worker(void* arg) {
   double halo[2];
   int any = 0;
   while (!any) {
-    relax_grid(compute_ms * imbalance());
+    sink = relax_grid(compute_ms * imbalance());
     exchange_halos(2, w->comm, 20, halo);
     ++w->iterations;
     int stop = w->stop;
@@ -160,7 +140,7 @@ int main(int argc, char** argv) {
   double halo[2];
   const char* spawn = getenv("PS_SOLVER_SPAWN");
   do {
-    relax_grid(compute_ms * imbalance());
+    sink = relax_grid(compute_ms * imbalance());
     exchange_halos(style, MPI_COMM_WORLD, 10, halo);
     if (spawn && *spawn) spawn_and_wait(spawn);
     ++iterations;
