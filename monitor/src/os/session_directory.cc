@@ -41,7 +41,9 @@ int remove_stale_monitors_session_directories(const std::string& tmp) {
   const std::string prefix = prefix_here();
   int removed = 0;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
+  // increment(error), not ++: a directory that fails half-way read ends the sweep, never a start.
+  for (std::filesystem::directory_iterator it(tmp, error), end; !error && it != end; it.increment(error)) {
+    const auto& entry = *it;
     const std::string name = entry.path().filename();
     if (name.rfind(prefix, 0) != 0) continue;
     const auto owner = parse_owner(std::string_view(name).substr(prefix.size()));
