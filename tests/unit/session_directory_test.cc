@@ -48,7 +48,7 @@ TEST(SessionDirectory, ThoseOfEndedProcessesGoAndEveryOtherStays) {
 
   const auto ended = make_session(monitors_session_directory(tmp, ended_process()));
   const auto reused_pid = make_session(monitors_session_directory(tmp, {self->pid, self->start_ticks + 1}));
-  const auto live = make_session(monitors_session_directory(tmp, *self));
+  const auto live = make_session(own_monitors_session_directory(tmp));
   const std::string uid = std::to_string(::getuid());
   const std::string here = host_name();
   const auto other_host = make_session(scratch.path() / ("parastack-monitors.not-" + here + "." + uid + ".1.1"));

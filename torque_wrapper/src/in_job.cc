@@ -180,9 +180,8 @@ void start_monitors(const std::vector<std::string>& argv, int script_fd) {
     // session directory of its own, so it can never make the job's mpirun fail.
     // Those of jobs deleted before (SIGKILL leaves Open MPI no time to clean up) go first.
     os::remove_stale_monitors_session_directories(job_tmpdir());
-    const auto self = os::identify(os::Pid{::getpid()});  // mpirun's pid and start time, after execvp
-    const std::string session =
-        os::monitors_session_directory(job_tmpdir(), self ? *self : os::ProcessIdentity{os::Pid{::getpid()}, 0});
+    // mpirun's, after execvp: same pid, same start time.
+    const std::string session = os::own_monitors_session_directory(job_tmpdir());
     ::setenv("OMPI_MCA_orte_top_session_dir", session.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

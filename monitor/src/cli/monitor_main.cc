@@ -446,8 +446,7 @@ class OwnSessionDirectory {
     const char* tmp = std::getenv("TMPDIR");
     const std::string under = tmp && *tmp ? tmp : "/tmp";
     os::remove_stale_monitors_session_directories(under);
-    const auto self = os::identify(os::Pid{::getpid()});
-    path_ = os::monitors_session_directory(under, self ? *self : os::ProcessIdentity{os::Pid{::getpid()}, 0});
+    path_ = os::own_monitors_session_directory(under);
     ::setenv("OMPI_MCA_orte_top_session_dir", path_.c_str(), 1);
   }
   ~OwnSessionDirectory() {

@@ -37,6 +37,12 @@ std::string monitors_session_directory(const std::string& tmp, const ProcessIden
   return tmp + "/" + prefix_here() + std::to_string(owner.pid.value) + "." + std::to_string(owner.start_ticks);
 }
 
+std::string own_monitors_session_directory(const std::string& tmp) {
+  const Pid self{::getpid()};
+  // Start time 0 if /proc will not say: never swept, still removed by its owner.
+  return monitors_session_directory(tmp, identify(self).value_or(ProcessIdentity{self, 0}));
+}
+
 int remove_stale_monitors_session_directories(const std::string& tmp) {
   const std::string prefix = prefix_here();
   int removed = 0;

@@ -13,6 +13,8 @@ namespace parastack::os {
 
 // The directory's path for `owner` under `tmp` (created by Open MPI, not here).
 std::string monitors_session_directory(const std::string& tmp, const ProcessIdentity& owner);
+// The same for the calling process (which keeps its pid and start time across execve).
+std::string own_monitors_session_directory(const std::string& tmp);
 
 // Removes the directories under `tmp` whose process has ended: a job deleted with SIGKILL takes
 // the monitors' mpirun with it before Open MPI can clean up, and each such job would leave one per
