@@ -137,7 +137,7 @@ static void fortran_enter_wait(uint32_t call, const fint* requests, int count, i
   int uncounted = 0;
   for (int i = copies->count; i < count; ++i) {
     const MPI_Request request = request_of(requests[i]);
-    if (request == handles.request_null) continue;
+    if (done_at_once(request)) continue;
     ++uncounted;
     if (completing_all) forget_request(request);
   }

@@ -6,7 +6,8 @@
  * process_vm_readv (monitor/src/sampler/progress_reader.h) without stopping the rank.
  *
  * Cost per call: a few plain loads and stores, no lock, system call or malloc; communicator
- * creation (rare) pays for the group translation. Nothing here changes what a call does or
+ * creation (rare) pays for the group translation, and a wait asks MPI whether the sends it lists
+ * are done already (send_done). Nothing here changes what a call does or
  * returns: every wrapper calls the real function with its own arguments and returns its result:
  * the next library's MPI_X (another PMPI tool preloaded after this one), else the MPI library's.
  *
@@ -88,7 +89,8 @@ any_function resolve_next(_Atomic(any_function)* slot, const char* name) {
   X(PMPI_Ibarrier) X(PMPI_Ibcast) X(PMPI_Ireduce) X(PMPI_Iallreduce) X(PMPI_Comm_split)                    \
   X(PMPI_Comm_split_type) X(PMPI_Comm_dup) X(PMPI_Comm_dup_with_info) X(PMPI_Comm_create)                 \
   X(PMPI_Cart_create) X(PMPI_Comm_free) X(PMPI_Comm_group) X(PMPI_Group_translate_ranks)                   \
-  X(PMPI_Group_free) X(PMPI_Comm_rank) X(PMPI_Comm_size) X(PMPI_Comm_test_inter)
+  X(PMPI_Group_free) X(PMPI_Comm_rank) X(PMPI_Comm_size) X(PMPI_Comm_test_inter)        \
+  X(PMPI_Request_get_status)
 /* clang-format on */
 #define DECLARE_SLOT(fn) static _Atomic(any_function) slot_##fn;
 PMPI_USED(DECLARE_SLOT)
@@ -289,7 +291,7 @@ static long find_request(uintptr_t key) {
 
 void remember_request(MPI_Request request, const struct parastack_progress_operation* op) {
   const uintptr_t key = (uintptr_t)request;
-  if (key <= DELETED || request == handles.request_null) return;
+  if (key <= DELETED || done_at_once(request)) return;
   const size_t home = handle_hash(key, REQUEST_BITS);
   long chosen = -1;
   uintptr_t chosen_key = EMPTY;
@@ -316,21 +318,35 @@ void remember_request(MPI_Request request, const struct parastack_progress_opera
 
 void forget_request(MPI_Request request) {
   const uintptr_t key = (uintptr_t)request;
-  if (key <= DELETED || request == handles.request_null) return;
+  if (key <= DELETED || done_at_once(request)) return;
   const long at = find_request(key);
   uintptr_t expected = key;
   if (at >= 0) atomic_compare_exchange_strong(&request_keys[at], &expected, DELETED);
+}
+
+/* A send already complete when the wait begins (an eager message, copied out during MPI_Isend) is
+ * nothing the rank waits for: listed, it would draw a false "waits for" edge to a peer that may be
+ * far ahead. Only the sends that would be listed are asked: a complete one answers from its flag;
+ * an incomplete one (a rendezvous, a large message) costs one progress poll, which the wait itself
+ * begins with anyway. Receives are not: most are still pending here, and each would cost a poll. */
+static int send_done(MPI_Request request) {
+  int flag = 0;
+  return REAL(PMPI_Request_get_status)(request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag;
 }
 
 void enter_wait(uint32_t call, const MPI_Request* requests, int count, int uncounted, int any, int completing_all) {
   uint32_t listed = 0, total = (uint32_t)(uncounted > 0 ? uncounted : 0);
   for (int i = 0; requests && i < count; ++i) {
     const MPI_Request request = requests[i];
-    if (request == handles.request_null) continue;
+    if (done_at_once(request)) continue;
     ++total;
     if (listed < PARASTACK_PROGRESS_MAX_WAITS) {
       const long at = find_request((uintptr_t)request);
-      if (at >= 0) page.waits[listed++] = request_ops[at];
+      if (at >= 0 && request_ops[at].kind == PARASTACK_SEND && send_done(request)) {
+        --total;
+      } else if (at >= 0) {
+        page.waits[listed++] = request_ops[at];
+      }
     }
     if (completing_all) forget_request(request);
   }
@@ -354,6 +370,7 @@ void start_tracking(void) {
   handles.world = (MPI_Comm)global_symbol("ompi_mpi_comm_world");
   handles.null = (MPI_Comm)global_symbol("ompi_mpi_comm_null");
   handles.request_null = (MPI_Request)global_symbol("ompi_request_null");
+  handles.request_empty = (MPI_Request)global_symbol("ompi_request_empty");
   /* Not Open MPI: the wrappers only pass calls on. */
   if (!handles.world || !handles.null || !handles.request_null) return;
   int rank = -1, size = 0;

@@ -38,8 +38,16 @@ static inline any_function real_function(_Atomic(any_function)* slot, const char
 struct mpi_handles {
   MPI_Comm world, null;
   MPI_Request request_null;
+  /* Open MPI's shared request for an operation done as it was posted (an eager send completed
+   * inline, MPI_PROC_NULL): never pending, and one handle for many operations. NULL if unknown. */
+  MPI_Request request_empty;
 };
 extern RECORDER_HIDDEN struct mpi_handles handles;
+
+/* MPI_REQUEST_NULL, or a request that was done when it was posted: nothing a wait waits for. */
+static inline int done_at_once(MPI_Request request) {
+  return request == handles.request_null || (handles.request_empty && request == handles.request_empty);
+}
 
 /* A communicator the library saw created, by its handle. */
 struct tracked_comm {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -163,9 +164,29 @@ void expect_in_world_allreduce(const Page& page) {
   EXPECT_EQ(page.operation.comm, PARASTACK_COMM_WORLD) << describe(page);
 }
 
+// Every rank but those in `elsewhere` waits in MPI_Allreduce on MPI_COMM_WORLD.
+void expect_others_in_world_allreduce(const std::vector<Page>& pages, std::initializer_list<int> elsewhere) {
+  for (int r = 0; r < static_cast<int>(pages.size()); ++r) {
+    if (std::find(elsewhere.begin(), elsewhere.end(), r) == elsewhere.end()) expect_in_world_allreduce(pages[r]);
+  }
+}
+
 std::vector<std::string> fault_args(const char* kind, int rank) {
   return {"--fault", kind, "--fault-rank", std::to_string(rank), "--fault-after", "1"};
 }
+
+// A 4-rank ps_progress job with the fault `kind` on rank `faulty`, once it fired and every rank's
+// page settled (the pages are read then; the job runs on until the object goes).
+struct FaultedJob {
+  FaultedJob(const char* kind, int faulty)
+      : job(4, test_program("ps_progress"), fault_args(kind, faulty)), ranks(job.wait_ready()) {
+    job.launcher().wait_ready_file("fault." + std::to_string(faulty), 60s);
+    pages = settled_pages(ranks);
+  }
+  PreloadedJob job;
+  std::vector<LaunchedRank> ranks;
+  std::vector<Page> pages;
+};
 
 TEST(ProgressPage, HealthyRanksShowTheirCommunicatorsAndProgress) {
   PreloadedJob job(4, test_program("ps_progress"), {});
@@ -243,17 +264,17 @@ TEST(ProgressPage, CommunicatorsBeyondThePageAreCounted) {
 // that Allreduce, one collective ahead of R on MPI_COMM_WORLD, like everyone else.
 TEST(ProgressPage, SkippedCollective) {
   constexpr int kFaulty = 1, kLeft = 0;
-  PreloadedJob job(4, test_program("ps_progress"), fault_args("skip-collective", kFaulty));
-  const auto ranks = job.wait_ready();
-  job.launcher().wait_ready_file("fault." + std::to_string(kFaulty), 60s);
-  const auto pages = settled_pages(ranks);
+  const FaultedJob job("skip-collective", kFaulty);
+  const auto& pages = job.pages;
   ASSERT_EQ(pages.size(), 4u);
   const Page& faulty = pages[kFaulty];
   EXPECT_EQ(faulty.kind, PARASTACK_WAIT) << describe(pages);
   EXPECT_EQ(progress_call_name(faulty.call), "MPI_Waitall") << describe(faulty);
   EXPECT_EQ(faulty.wait_any, 0u);
-  EXPECT_EQ(faulty.wait_total, 2u) << describe(faulty);
+  // Its Isend to the right was eager, done before the Waitall: nothing it waits for.
+  EXPECT_EQ(faulty.wait_total, 1u) << describe(faulty);
   EXPECT_TRUE(waits_for(faulty, PARASTACK_RECV, kLeft)) << describe(faulty);
+  EXPECT_FALSE(waits_for(faulty, PARASTACK_SEND, kFaulty + 1)) << describe(faulty);
   const auto* world = comm_with_id(faulty, PARASTACK_COMM_WORLD);
   ASSERT_NE(world, nullptr);
   for (int r = 0; r < 4; ++r) {
@@ -267,10 +288,8 @@ TEST(ProgressPage, SkippedCollective) {
 // R and its right neighbour P each receive from the other a message nobody sends.
 TEST(ProgressPage, DeadlockedPair) {
   constexpr int kFaulty = 3, kPartner = 0;
-  PreloadedJob job(4, test_program("ps_progress"), fault_args("deadlock-pair", kFaulty));
-  const auto ranks = job.wait_ready();
-  job.launcher().wait_ready_file("fault." + std::to_string(kFaulty), 60s);
-  const auto pages = settled_pages(ranks);
+  const FaultedJob job("deadlock-pair", kFaulty);
+  const auto& pages = job.pages;
   ASSERT_EQ(pages.size(), 4u);
   for (const auto& [rank, peer] : {std::pair{kFaulty, kPartner}, std::pair{kPartner, kFaulty}}) {
     const Page& page = pages[rank];
@@ -287,35 +306,46 @@ TEST(ProgressPage, DeadlockedPair) {
 // send completed) went on into the Allreduce.
 TEST(ProgressPage, WrongTag) {
   constexpr int kFaulty = 2, kLeft = 1;
-  PreloadedJob job(4, test_program("ps_progress"), fault_args("wrong-tag", kFaulty));
-  const auto ranks = job.wait_ready();
-  job.launcher().wait_ready_file("fault." + std::to_string(kFaulty), 60s);
-  const auto pages = settled_pages(ranks);
+  const FaultedJob job("wrong-tag", kFaulty);
+  const auto& pages = job.pages;
   ASSERT_EQ(pages.size(), 4u);
   const Page& faulty = pages[kFaulty];
   EXPECT_EQ(faulty.kind, PARASTACK_WAIT) << describe(pages);
   EXPECT_EQ(progress_call_name(faulty.call), "MPI_Waitall") << describe(faulty);
   EXPECT_TRUE(waits_for(faulty, PARASTACK_RECV, kLeft, kWrongTag)) << describe(faulty);
-  for (int r = 0; r < 4; ++r) {
-    if (r != kFaulty) expect_in_world_allreduce(pages[r]);
-  }
+  // Its eager send to the right was done before the Waitall: listed, it would read as R waiting
+  // for a rank that is waiting for R.
+  EXPECT_EQ(faulty.wait_total, 1u) << describe(faulty);
+  EXPECT_FALSE(waits_for(faulty, PARASTACK_SEND, kFaulty + 1)) << describe(faulty);
+  expect_others_in_world_allreduce(pages, {kFaulty});
+}
+
+// R waits for a large send that nobody receives (a rendezvous): a send still pending when the wait
+// began is listed, unlike an eager one.
+TEST(ProgressPage, UnreceivedSend) {
+  constexpr int kFaulty = 2, kRight = 3;
+  const FaultedJob job("unreceived-send", kFaulty);
+  const auto& pages = job.pages;
+  ASSERT_EQ(pages.size(), 4u);
+  const Page& faulty = pages[kFaulty];
+  EXPECT_EQ(faulty.kind, PARASTACK_WAIT) << describe(pages);
+  EXPECT_EQ(progress_call_name(faulty.call), "MPI_Wait") << describe(faulty);
+  EXPECT_EQ(faulty.wait_total, 1u) << describe(faulty);
+  EXPECT_TRUE(waits_for(faulty, PARASTACK_SEND, kRight, kDeadlockTag)) << describe(faulty);
+  expect_others_in_world_allreduce(pages, {kFaulty});
 }
 
 // R computes for ever outside MPI: its right neighbour waits for its message, the others for it in
 // the Allreduce.
 TEST(ProgressPage, ComputeHang) {
   constexpr int kFaulty = 1, kRight = 2;
-  PreloadedJob job(4, test_program("ps_progress"), fault_args("compute", kFaulty));
-  const auto ranks = job.wait_ready();
-  job.launcher().wait_ready_file("fault." + std::to_string(kFaulty), 60s);
-  const auto pages = settled_pages(ranks);
+  const FaultedJob job("compute", kFaulty);
+  const auto& pages = job.pages;
   ASSERT_EQ(pages.size(), 4u);
   EXPECT_EQ(pages[kFaulty].kind, PARASTACK_OUTSIDE) << describe(pages);
   EXPECT_EQ(pages[kRight].kind, PARASTACK_WAIT) << describe(pages);
   EXPECT_TRUE(waits_for(pages[kRight], PARASTACK_RECV, kFaulty)) << describe(pages[kRight]);
-  for (int r = 0; r < 4; ++r) {
-    if (r != kFaulty && r != kRight) expect_in_world_allreduce(pages[r]);
-  }
+  expect_others_in_world_allreduce(pages, {kFaulty, kRight});
 }
 
 // Fortran calls go to PMPI_ directly: the library's Fortran entry points record them.
@@ -350,14 +380,12 @@ TEST(ProgressPage, FortranRanks) {
 // above libmpi) and see the library's wrapper frames as the way into it.
 TEST(ProgressPage, SamplerStillFindsOpenMpiBesideTheLibrary) {
   constexpr int kFaulty = 1;
-  PreloadedJob job(4, test_program("ps_progress"), fault_args("compute", kFaulty));
-  const auto ranks = job.wait_ready();
-  job.launcher().wait_ready_file("fault." + std::to_string(kFaulty), 60s);
-  const auto pages = settled_pages(ranks);
+  const FaultedJob job("compute", kFaulty);
+  const auto& pages = job.pages;
   ASSERT_EQ(pages.size(), 4u);
   sampler::StackSampler stacks;
   for (int r = 0; r < 4; ++r) {
-    const auto sample = stacks.sample(os::Pid{ranks[r].pid});
+    const auto sample = stacks.sample(os::Pid{job.ranks[r].pid});
     if (r == kFaulty) {
       EXPECT_EQ(sample.state, stats::RankState::OutMpi) << sample.describe();
     } else {

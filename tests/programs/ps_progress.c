@@ -35,6 +35,10 @@
  *   compute          R computes forever outside MPI (noinline compute_forever) instead of that
  *                    iteration's ring exchange: its right neighbour waits for its message, the
  *                    others in the Allreduce. Faulty: R.
+ *   unreceived-send  after that iteration's ring exchange R sends its right neighbour a large
+ *                    message (1 MiB: a rendezvous, done only once received) with DEADLOCK_TAG,
+ *                    which nobody receives, and waits for it in MPI_Wait; everyone else waits for
+ *                    R in the Allreduce. Faulty: R.
  *
  * Without a fault it runs N iterations (default 100000) and exits 0; rank 0 prints
  * "iterations N elapsed S". */
@@ -50,8 +54,9 @@
 #define RING_DOUBLES 8
 #define DEADLOCK_TAG 31337
 #define WRONG_TAG 4242
+#define UNRECEIVED_DOUBLES (1 << 17)
 
-enum fault { NONE, SKIP_COLLECTIVE, DEADLOCK_PAIR, WRONG_TAG_FAULT, COMPUTE };
+enum fault { NONE, SKIP_COLLECTIVE, DEADLOCK_PAIR, WRONG_TAG_FAULT, COMPUTE, UNRECEIVED_SEND };
 
 static volatile double sink;
 static int rank, size;
@@ -82,6 +87,7 @@ static enum fault parse_fault(const char* text) {
   if (strcmp(text, "deadlock-pair") == 0) return DEADLOCK_PAIR;
   if (strcmp(text, "wrong-tag") == 0) return WRONG_TAG_FAULT;
   if (strcmp(text, "compute") == 0) return COMPUTE;
+  if (strcmp(text, "unreceived-send") == 0) return UNRECEIVED_SEND;
   fprintf(stderr, "ps_progress: unknown fault %s\n", text);
   exit(2);
 }
@@ -114,7 +120,8 @@ int main(int argc, char** argv) {
     } else {
       fprintf(stderr,
               "usage: ps_progress [--iterations N] [--compute-ms M] "
-              "[--fault skip-collective|deadlock-pair|wrong-tag|compute --fault-rank R --fault-after S] "
+              "[--fault skip-collective|deadlock-pair|wrong-tag|compute|unreceived-send --fault-rank R "
+              "--fault-after S] "
               "[--churn C] [--comms K]\n");
       return 2;
     }
@@ -155,6 +162,13 @@ int main(int argc, char** argv) {
       compute_forever();
     }
     exchange_ring(tag, fires && fault == WRONG_TAG_FAULT ? WRONG_TAG : tag, halo, mine);
+    if (fires && fault == UNRECEIVED_SEND) {
+      static double big[UNRECEIVED_DOUBLES];
+      MPI_Request request;
+      MPI_Isend(big, UNRECEIVED_DOUBLES, MPI_DOUBLE, (rank + 1) % size, DEADLOCK_TAG, MPI_COMM_WORLD, &request);
+      announce_fault();
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
     if (fires && fault == SKIP_COLLECTIVE) {
       announce_fault();
       continue; /* a plain iteration: nothing else to skip */
