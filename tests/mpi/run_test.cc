@@ -140,6 +140,9 @@ struct HangCase {
   const char* hang_type;
 };
 
+// gtest names a case by this (ctest -N, failures) rather than by its bytes.
+void PrintTo(const HangCase& c, std::ostream* out) { *out << c.name; }
+
 class InjectedHang : public ::testing::TestWithParam<HangCase> {};
 
 TEST_P(InjectedHang, IsDetectedDiagnosedAndKilledLeavingNothingBehind) {
@@ -197,6 +200,8 @@ struct BehindCase {
   // Waits that are not there: rank 5's eager send to 6 was done before its Waitall began.
   std::vector<std::pair<int, int>> absent_edges = {};
 };
+
+void PrintTo(const BehindCase& c, std::ostream* out) { *out << c.name; }
 
 class LeastProgressed : public ::testing::TestWithParam<BehindCase> {};
 

@@ -72,6 +72,8 @@ struct BlockingCall {
   const char* mpi_function;
 };
 
+void PrintTo(const BlockingCall& c, std::ostream* out) { *out << c.mode; }
+
 class BlockedRanks : public ::testing::TestWithParam<BlockingCall> {};
 
 TEST_P(BlockedRanks, AreInMpiAndTheComputingRankIsNot) {
