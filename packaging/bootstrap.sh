@@ -57,11 +57,12 @@ build() {
   cmake --build build -j"$(nproc)" ${1:+--target "$@"}
 }
 
-# What a packager builds: Release with the default options (warnings are not errors there), in
-# build-release; the unit tests run on it.
+# What a packager builds: Release with the default options (warnings are not errors there) and
+# prefix /usr, in build-release; the unit tests run on it, and the packages are made from it later
+# (packaging/build-packages.sh build-release: the same objects, not a fresh build).
 check_release() {
   echo "== Release build with the default options, unit tests on it (build-release)"
-  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
   cmake --build build-release -j"$(nproc)" --target parastack parastack-monitor pbs_parastack parastack_spank \
     parastack_fast_tests
   ctest --test-dir build-release -L unit --output-on-failure -j"$(nproc)" --timeout 900
@@ -120,7 +121,7 @@ case "${1:-}" in
   # Each test runs once: a test that fails now and then is a bug to find (it may be a harmed job).
   test) packages+=("${test_packages[@]}"); install_missing; build; check_code; check_release; check_sanitized
         ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
-        packaging/test-packages.sh build build-packages; packaging/test-rpm.sh build-packages ;;
+        packaging/test-packages.sh build build-release; packaging/test-rpm.sh build-release ;;
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
          bench/slurm-overhead.sh ;;
   *) usage ;;
