@@ -1,7 +1,7 @@
 // The monitor network across emulated hosts (tests/support/emulated_hosts.h): an 8-rank job and
 // its monitors span node1 and node2, each host with its own address, hostname and /proc, Open MPI
 // over ssh and TCP. The monitor on node2 cannot see the launcher; it finds its ranks through the
-// launch the leader found under it (sampler::open_mpi_launches).
+// launch the leader found under it (sampler::launches_under).
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -265,9 +265,9 @@ TEST(Discovery, RanksAreFoundByTheirLaunchWithoutSeeingTheLauncher) {
   const auto ranks = job.wait_ready();  // before the other starts: see TwoMpiProgramsInOneJobAreTwoInstances
   MpiJob other(2, test_program("ps_target"), {"barrier", "compute"});
   other.wait_ready();
-  const auto launches = sampler::open_mpi_launches(os::Pid{job.launcher_pid()});
+  const auto launches = sampler::launches_under(os::Pid{job.launcher_pid()});
   ASSERT_EQ(launches.size(), 1u);
-  EXPECT_NE(launches, sampler::open_mpi_launches(os::Pid{other.launcher_pid()}));
+  EXPECT_NE(launches, sampler::launches_under(os::Pid{other.launcher_pid()}));
 
   sampler::JobSelector elsewhere{sampler::JobSelector::Kind::Launcher, os::Pid{0}, {}, launches};
   const auto found = sampler::discover_ranks(elsewhere);

@@ -29,7 +29,8 @@ using testing::read_file;
 using testing::SlurmCluster;
 
 std::vector<std::string> binaries() {
-  return {PARASTACK_MONITOR_BIN,
+  return {PARASTACK_BIN,
+          PARASTACK_MONITOR_BIN,
           PARASTACK_SPANK_PLUGIN,
           testing::test_program("ps_solver"),
           testing::test_program("libps_fault.so"),
@@ -426,6 +427,68 @@ TEST_F(SlurmSteps, SallocParastackWatchesItsStepsAndSaysWhatMpirunLeavesUnwatche
   EXPECT_TRUE(monitor_step_seen_while(*salloc)) << "a monitors' step ran beside the plain srun";
   EXPECT_EQ(salloc->wait_exit(300s), 0) << read_file(cluster().jobs() / "salloc-step.err");
   EXPECT_NE(read_file(cluster().jobs() / "salloc-step.out").find("iterations "), std::string::npos);
+}
+
+// `parastack run -- srun` in an allocation, with no --parastack anywhere: the step's tasks are
+// slurmstepd's children, not srun's (nor parastack's). parastack run finds them by the port they
+// carry from their srun (SLURM_SRUN_COMM_PORT) and their job; a healthy step passes through with
+// its output and status, a hung one is found, named and ended through srun.
+TEST_F(SlurmSteps, ParastackRunAroundSrunFindsTheStepsTasks) {
+  const auto parastack_run = [&](const std::string& ranks, const std::string& report) {
+    return std::vector<std::string>{"salloc",
+                                    "-n",
+                                    ranks,
+                                    "env",
+                                    "PARASTACK_CONFIG=",
+                                    (cluster().bin() / "parastack").string(),
+                                    "run",
+                                    "--log-level",
+                                    "debug",
+                                    "--report",
+                                    (cluster().jobs() / report).string(),
+                                    "--",
+                                    "srun",
+                                    "-n",
+                                    ranks,
+                                    "--mpi=pmix"};
+  };
+  const auto job_of = [](const std::string& err) {
+    std::smatch granted;
+    return std::regex_search(err, granted, std::regex("Granted job allocation ([0-9]+)")) ? granted[1].str()
+                                                                                          : std::string();
+  };
+
+  auto healthy = parastack_run("4", "run-srun-healthy.json");
+  healthy.insert(healthy.end(), {"--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
+                                 (cluster().bin() / "ps_solver").string(), "blocking", "10"});
+  const auto passed = cluster().as_user(healthy);
+  EXPECT_EQ(passed.status, 0) << passed.err;
+  EXPECT_NE(passed.out.find("iterations "), std::string::npos) << passed.out;
+  EXPECT_NE(passed.err.find("found 4 rank(s) of MPI program"), std::string::npos) << passed.err;
+  EXPECT_EQ(passed.err.find("no MPI rank appeared"), std::string::npos) << passed.err;
+  if (const auto id = job_of(passed.err); !id.empty()) expect_nothing_left(cluster(), id);
+
+  const auto trigger = cluster().jobs() / "fire.run-srun";
+  std::filesystem::remove(trigger);
+  auto hung = parastack_run("8", "run-srun.json");
+  hung.insert(
+      hung.end(),
+      {"--export=ALL,OMPI_MCA_mpi_yield_when_idle=1,LD_PRELOAD=" + (cluster().bin() / "libps_fault.so").string() +
+           ",PS_FAULT_KIND=spin,PS_FAULT_RANK=5,PS_FAULT_AFTER_SECONDS=1e9,PS_FAULT_TRIGGER_FILE=" + trigger.string(),
+       (cluster().bin() / "ps_solver").string(), "blocking", "100000"});
+  auto salloc = cluster().start_as_user(hung, "run-srun.out", "run-srun.err");
+  const auto err = cluster().jobs() / "run-srun.err";
+  testing::await_models([&] { return read_file(err); }, [&] { return salloc->running(); }, 40);
+  std::ofstream(trigger).put('\n');
+  EXPECT_EQ(salloc->wait_exit(600s), 3) << "parastack run's status for a hang, through salloc: " << read_file(err);
+  std::ifstream in(cluster().jobs() / "run-srun.json");
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+  EXPECT_EQ(report["ranks"].size(), 8u);
+  const auto id = job_of(read_file(err));
+  ASSERT_FALSE(id.empty()) << read_file(err);
+  expect_nothing_left(cluster(), id);
 }
 
 // A batch job watched as a whole (--parastack) whose script runs two srun --parastack steps at once

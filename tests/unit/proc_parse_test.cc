@@ -2,8 +2,13 @@
 // `cat /proc/self/{stat,status,io}`, `head -c 100000 /proc/self/maps`), and on the odd and broken
 // forms a hostile or racing process could present: they must read the first right and refuse the
 // others without throwing (an exception in the sampling path would end the monitor).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -105,6 +110,55 @@ TEST(ProcParse, ARealMapsFile) {
   EXPECT_EQ(vdso, 1);
   // A torn last line (the file changed while it was read) is skipped, not guessed.
   EXPECT_EQ(parse_maps(text + "7f2d0d4")->size(), 37u);
+}
+
+// /proc/net/tcp as Debian 12's kernel writes it: two LISTEN sockets (0A), one connection (01), a
+// LISTEN line without an inode (a socket being torn down), a torn last line.
+TEST(ProcParse, TcpListenersAreTheLinesInStateListenWithTheirInode) {
+  const std::string text =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 00000000:1A0B 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 402211 1 "
+      "0000000000000000 100 0 0 10 0\n"
+      "   1: 0100007F:8AE3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 17 1 "
+      "0000000000000000 100 0 0 10 0\n"
+      "   2: 0100007F:8AE3 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 98765 1 "
+      "0000000000000000 20 4 30 10 -1\n"
+      "   3: 00000000:2710 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 0 1\n"
+      "   4: 00000000:2711 00000000:00";
+  const auto listeners = parse_tcp_listeners(text);
+  ASSERT_EQ(listeners.size(), 2u);
+  EXPECT_EQ(listeners[0].inode, 402211u);
+  EXPECT_EQ(listeners[0].port, 0x1A0B);
+  EXPECT_EQ(listeners[1].inode, 17u);
+  EXPECT_EQ(listeners[1].port, 0x8AE3);
+  EXPECT_TRUE(parse_tcp_listeners("").empty());
+  EXPECT_TRUE(parse_tcp_listeners("header only").empty());
+}
+
+// This process's own listening socket, as an srun's is found: its port is listed while it listens.
+TEST(ProcParse, AListeningSocketOfOursIsFoundByItsPort) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::uint16_t port = ntohs(address.sin_port);
+  const Pid self{::getpid()};
+  auto ports = listening_tcp_ports(self);
+  ASSERT_TRUE(ports.has_value());
+  EXPECT_EQ(std::count(ports->begin(), ports->end(), port), 0) << "bound, not yet listening";
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ports = listening_tcp_ports(self);
+  ASSERT_TRUE(ports.has_value());
+  EXPECT_EQ(std::count(ports->begin(), ports->end(), port), 1);
+  ::close(listener);
+  ports = listening_tcp_ports(self);
+  ASSERT_TRUE(ports.has_value());
+  EXPECT_EQ(std::count(ports->begin(), ports->end(), port), 0) << "closed";
+  EXPECT_FALSE(listening_tcp_ports(Pid{0x7ffffff0}).has_value()) << "no such process";
 }
 
 }  // namespace

@@ -62,6 +62,21 @@ TEST(LaunchKey, IsTheJobAndFirstAddressOfMpirunsUri) {
   EXPECT_NE(sampler::launch_key("5.0;tcp://10.0.0.1:1"), sampler::launch_key("5.0;tcp://10.0.0.2:1"));
 }
 
+// An srun's tasks carry its port (SLURM_SRUN_COMM_PORT) and their job: an srun inside an
+// allocation is known with its job, one that allocated for itself by its port alone.
+TEST(LaunchKey, SrunTasksAreKnownByTheirSrunsPortAndJob) {
+  const Env task{{"SLURM_JOB_ID", "41"}, {"SLURM_STEP_ID", "3"}, {"SLURM_SRUN_COMM_PORT", "40123"}};
+  EXPECT_EQ(srun_launch_key("40123", "41"), "srun:40123@41");
+  EXPECT_EQ(srun_launch_key("40123", ""), "srun:40123");
+  EXPECT_TRUE(launched_by_srun({srun_launch_key("40123", "41")}, task));
+  EXPECT_TRUE(launched_by_srun({"1.0;tcp://10.0.0.1:1", srun_launch_key("40123", "")}, task));
+  EXPECT_FALSE(launched_by_srun({srun_launch_key("40123", "42")}, task)) << "another job's srun, same port";
+  EXPECT_FALSE(launched_by_srun({srun_launch_key("40124", "41")}, task)) << "another srun of the job";
+  EXPECT_FALSE(launched_by_srun({}, task));
+  EXPECT_FALSE(launched_by_srun({srun_launch_key("40123", "")}, Env{{"SLURM_JOB_ID", "41"}})) << "no port";
+  EXPECT_FALSE(launched_by_srun({srun_launch_key("", "")}, Env{{"SLURM_SRUN_COMM_PORT", ""}}));
+}
+
 // The C library this test runs on, wherever the machine keeps it: from the test's own mappings.
 std::string mapped_libc() {
   const auto maps = os::read_maps(os::Pid{::getpid()});

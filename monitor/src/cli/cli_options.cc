@@ -141,7 +141,9 @@ std::optional<sampler::JobSelector> JobSelectorOptions::selector(const std::stri
   }
   if (slurm_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Slurm, {}, slurm_job_};
   if (pbs_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Pbs, {}, pbs_job_};
-  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher, os::Pid{launcher_}, {}};
+  // With the launches under it: an srun's tasks are not its descendants.
+  const os::Pid launcher{launcher_};
+  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher, launcher, {}, sampler::launches_under(launcher)};
 }
 
 }  // namespace parastack::cli

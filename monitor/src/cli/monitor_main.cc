@@ -79,7 +79,7 @@ void request_stop(int) { stop_requested = 1; }
 int print_stacks_across_nodes(network::Monitors& monitors, const MonitorOptions& options,
                               const sampler::JobSelector& selector) {
   const auto launches = selector.kind == sampler::JobSelector::Kind::Launcher
-                            ? sampler::open_mpi_launches(selector.launcher)
+                            ? sampler::launches_under(selector.launcher)
                             : std::vector<std::string>{};
   // A program still starting has fewer ranks than its world size: give it up to 10 s.
   std::vector<network::TableEntry> table;
@@ -248,13 +248,13 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
   watch::LeaderOptions& leading = session.leading();
   if (options.linger > 0) leading.linger = options.linger;
   if (selector.kind == Kind::Launcher) {
-    leading.launches = [&] { return sampler::open_mpi_launches(selector.launcher); };
+    leading.launches = [&] { return sampler::launches_under(selector.launcher); };
   }
   const std::optional<os::ProcessIdentity> script = batch_script_on_this_node(options.batch_script, log);
   if (selector.kind == Kind::Pbs && script) {
     // The Open MPI launches under the job script: on the other nodes, the ranks they started
     // through ssh are found by these, having no PBS_JOBID.
-    leading.launches = [pid = script->pid] { return sampler::open_mpi_launches(pid); };
+    leading.launches = [pid = script->pid] { return sampler::launches_under(pid); };
   }
   watch::JobControl control;
   control.running = [&] {
@@ -407,7 +407,10 @@ int watch_across_nodes(const MonitorOptions& options, const sampler::JobSelector
   auto here = selector;
   // --pid names a process on the leader's node; elsewhere that number is some other process, and
   // the leader's launches (Discover) say which ranks are the job's.
-  if (self != 0) here.launcher = os::Pid{0};
+  if (self != 0) {
+    here.launcher = os::Pid{0};
+    here.launches.clear();  // found under whatever has that pid here
+  }
   node::LiveNodeWorker worker(here, share);
   const auto hosts = network::gather_hosts();
   int status = 0;

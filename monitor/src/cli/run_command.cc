@@ -146,11 +146,20 @@ int run_watchdog(const RunOptions& options) {
     }
     return job.running();
   };
-  control.terminate = [&job](double grace) {
-    return job.terminate(std::chrono::milliseconds(static_cast<long>(grace * 1000)));
-  };
   control.end_hint = "kill " + std::to_string(job.pid().value);
+  // An srun's tasks are slurmstepd's children, not the launcher's: found by the port they carry.
+  session.leading().launches = [pid = job.pid()] { return sampler::launches_under(pid); };
   node::LiveNodeWorker worker({sampler::JobSelector::Kind::Launcher, job.pid(), {}});
+  control.terminate = [&job, &worker, &log](double grace) {
+    const int killed = job.terminate(std::chrono::milliseconds(static_cast<long>(grace * 1000)));
+    // srun passes SIGTERM to its tasks, but a task that ignores it outlives a killed srun (they
+    // are not its processes): what is left of the ranks found ends here.
+    if (worker.ranks_alive()) {
+      log.warn("rank(s) outlived the launcher (not its processes: srun's tasks): SIGKILL to them");
+      worker.signal(SIGKILL);
+    }
+    return killed;
+  };
   network::SoloMonitors monitors(worker, host);
 
   const auto outcome = session.lead(monitors, control);

@@ -129,6 +129,39 @@ std::vector<Tid> list_threads(Pid pid) {
 
 std::optional<std::vector<Mapping>> read_maps(Pid pid) { return read_parsed(pid, "maps", parse_maps); }
 
+std::optional<std::vector<std::uint16_t>> listening_tcp_ports(Pid pid) {
+  const std::string fd_dir = proc_dir(pid) + "/fd";
+  DIR* d = ::opendir(fd_dir.c_str());
+  if (!d) return std::nullopt;
+  std::vector<std::uint64_t> sockets;
+  while (const dirent* entry = ::readdir(d)) {
+    char target[64];
+    const std::string link = fd_dir + "/" + entry->d_name;
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    const std::string_view text(target, static_cast<std::size_t>(n));
+    constexpr std::string_view kSocket = "socket:[";
+    if (!text.starts_with(kSocket) || !text.ends_with(']')) continue;
+    std::uint64_t inode = 0;
+    const auto digits = text.substr(kSocket.size(), text.size() - kSocket.size() - 1);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), inode).ec == std::errc()) {
+      sockets.push_back(inode);
+    }
+  }
+  ::closedir(d);
+  std::vector<std::uint16_t> ports;
+  for (const char* table : {"net/tcp", "net/tcp6"}) {
+    const auto text = read_file_raw(proc_dir(pid) + "/" + table);
+    if (!text) continue;  // no IPv6 in this kernel
+    for (const SocketPort& listener : parse_tcp_listeners(*text)) {
+      if (std::find(sockets.begin(), sockets.end(), listener.inode) != sockets.end()) ports.push_back(listener.port);
+    }
+  }
+  std::sort(ports.begin(), ports.end());
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  return ports;
+}
+
 std::optional<IoCounters> read_io(Pid pid) { return read_parsed(pid, "io", parse_io); }
 
 // ---- parsers: pure, and never throw on what they are given ----
@@ -246,6 +279,35 @@ std::optional<IoCounters> parse_io(std::string_view text) {
     return std::nullopt;
   }
   return IoCounters{*read, *written};
+}
+
+std::vector<SocketPort> parse_tcp_listeners(std::string_view text) {
+  // "  sl  local_address rem_address   st tx_queue:rx_queue tr:tm->when retrnsmt   uid  timeout inode"
+  // "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 12345 ..."
+  constexpr std::string_view kListen = "0A";
+  std::vector<SocketPort> listeners;
+  std::size_t line_start = text.find('\n');  // the header
+  while (line_start != std::string_view::npos && line_start < text.size()) {
+    const std::size_t line_end = text.find('\n', line_start + 1);
+    const std::string_view line = text.substr(
+        line_start + 1, line_end == std::string_view::npos ? std::string_view::npos : line_end - line_start - 1);
+    line_start = line_end;
+    std::vector<std::string_view> fields;
+    for (std::size_t at = line.find_first_not_of(' '); at != std::string_view::npos;
+         at = line.find_first_not_of(' ', at)) {
+      const std::size_t end = line.find(' ', at);
+      fields.push_back(line.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+      at = end;
+    }
+    if (fields.size() < 10 || fields[3] != kListen) continue;
+    const std::string_view local = fields[1];
+    const std::size_t colon = local.rfind(':');
+    if (colon == std::string_view::npos) continue;
+    const auto port = number_at<std::uint16_t>(local.substr(colon + 1), 16);
+    const auto inode = number_at<std::uint64_t>(fields[9]);
+    if (port && inode && *inode != 0) listeners.push_back({*inode, *port});
+  }
+  return listeners;
 }
 
 }  // namespace parastack::os

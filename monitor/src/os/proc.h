@@ -65,6 +65,11 @@ struct IoCounters {
 };
 std::optional<IoCounters> read_io(Pid pid);
 
+// The TCP ports `pid` listens on, IPv4 and IPv6 (its socket descriptors matched against the LISTEN
+// sockets of its network namespace, /proc/PID/net/tcp and tcp6), sorted; nullopt when its
+// descriptors cannot be read. What tells an srun's tasks from another's: they carry its port.
+std::optional<std::vector<std::uint16_t>> listening_tcp_ports(Pid pid);
+
 // The parsers behind the readers, on a file's text: pure, and they never throw. nullopt (errno
 // EINVAL) when a field they need is missing or not a number; parse_maps skips the lines it cannot
 // read and always has a value.
@@ -72,5 +77,11 @@ std::optional<ProcStat> parse_stat(std::string_view text);
 std::optional<ProcStatus> parse_status(std::string_view text);
 std::optional<std::vector<Mapping>> parse_maps(std::string_view text);
 std::optional<IoCounters> parse_io(std::string_view text);
+// A /proc/net/tcp or tcp6 table: each LISTEN socket's inode and local port.
+struct SocketPort {
+  std::uint64_t inode = 0;
+  std::uint16_t port = 0;
+};
+std::vector<SocketPort> parse_tcp_listeners(std::string_view text);
 
 }  // namespace parastack::os

@@ -69,15 +69,43 @@ std::string launch_key(std::string_view hnp_uri) {
   return std::string(hnp_uri.substr(0, hnp_uri.find(';', first + 1)));
 }
 
-std::vector<std::string> open_mpi_launches(os::Pid launcher) {
+std::string srun_launch_key(std::string_view port, std::string_view job) {
+  return "srun:" + std::string(port) + (job.empty() ? "" : "@" + std::string(job));
+}
+
+bool launched_by_srun(const std::vector<std::string>& launches,
+                      const std::vector<std::pair<std::string, std::string>>& environment) {
+  const auto* port = find(environment, "SLURM_SRUN_COMM_PORT");
+  if (!port || port->empty()) return false;
+  const auto* job = find(environment, "SLURM_JOB_ID");
+  const auto known = [&](const std::string& key) {
+    return std::find(launches.begin(), launches.end(), key) != launches.end();
+  };
+  return known(srun_launch_key(*port, "")) || (job && known(srun_launch_key(*port, *job)));
+}
+
+std::vector<std::string> launches_under(os::Pid launcher) {
   std::set<std::string> keys;
   const ProcessTree tree;
   for (const auto& [pid_value, command] : tree.command_of) {
     if (pid_value != launcher.value && !tree.descends_from(pid_value, launcher.value)) continue;
     const os::Pid pid{pid_value};
-    if (auto environment = os::read_environ(pid)) {
+    const auto environment = os::read_environ(pid);
+    if (environment) {
       if (auto it = environment->find("OMPI_MCA_orte_hnp_uri"); it != environment->end()) {
         keys.insert(launch_key(it->second));
+      }
+    }
+    if (command == "srun") {
+      // Inside an allocation srun has the job's id from it; otherwise it allocates one itself.
+      std::string job;
+      if (environment) {
+        for (const char* name : {"SLURM_JOB_ID", "SLURM_JOBID"}) {
+          if (auto it = environment->find(name); job.empty() && it != environment->end()) job = it->second;
+        }
+      }
+      for (const std::uint16_t port : os::listening_tcp_ports(pid).value_or(std::vector<std::uint16_t>{})) {
+        keys.insert(srun_launch_key(std::to_string(port), job));
       }
     }
     // "ssh node2 orted ... -mca orte_hnp_uri \"123.0;tcp://...\" ...", as separate arguments or
@@ -153,8 +181,11 @@ bool in_selected_job(const JobSelector& selector, bool descendant,
     case JobSelector::Kind::Launcher: {
       if (descendant) return true;
       const auto* uri = find(env, "OMPI_MCA_orte_hnp_uri");
-      return uri &&
-             std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) != selector.launches.end();
+      if (uri &&
+          std::find(selector.launches.begin(), selector.launches.end(), launch_key(*uri)) != selector.launches.end()) {
+        return true;
+      }
+      return launched_by_srun(selector.launches, env);
     }
     case JobSelector::Kind::Slurm: {
       // "12" is every step of job 12; "12.3" only its step 3 (srun --parastack outside a watched

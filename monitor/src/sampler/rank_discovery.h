@@ -21,8 +21,9 @@ struct JobSelector {
   // Launcher: the ranks are its descendants (pid 0 on a node where the launcher does not run)...
   os::Pid launcher;
   std::string job_id;  // Slurm or PBS job id (PBS: or a rank of one of `launches`)
-  // ...or, on any node, ranks of these Open MPI launches (open_mpi_launches() on the launcher's
-  // node, or under a PBS job's script on its first node).
+  // ...or, on any node, ranks of these launches (launches_under() on the launcher's node, or
+  // under a PBS job's script on its first node): Open MPI's, or srun's (whose tasks are never
+  // the launcher's descendants, even on its own node: slurmstepd starts them).
   std::vector<std::string> launches = {};
 };
 
@@ -44,14 +45,25 @@ struct Discovery {
 
 Discovery discover_ranks(const JobSelector& selector);
 
-// The Open MPI (ORTE) launches started under `launcher` on this node, as keys that ranks on every
-// node carry: mpirun's address (OMPI_MCA_orte_hnp_uri), read from local ranks' environments and
-// from the command lines of the ssh/rsh processes that start orted on the other nodes. A node
-// other than the launcher's cannot see the launcher's process tree; this is how it finds its ranks.
-std::vector<std::string> open_mpi_launches(os::Pid launcher);
+// The launches started under `launcher` (itself included) on this node, as keys that their ranks
+// carry on every node:
+// - Open MPI (ORTE): mpirun's address (OMPI_MCA_orte_hnp_uri), read from local ranks'
+//   environments and from the command lines of the ssh/rsh processes that start orted elsewhere;
+// - Slurm's srun: each port an srun process listens on, with its job when srun runs inside an
+//   allocation (its tasks carry SLURM_SRUN_COMM_PORT and SLURM_JOB_ID).
+// A node other than the launcher's cannot see the launcher's process tree, and srun's tasks are in
+// no process tree of srun's: this is how their ranks are found.
+std::vector<std::string> launches_under(os::Pid launcher);
 
 // The launch key of an ORTE URI ("JOBFAMILY.0;tcp://ADDR:PORT;..."): its job and first address.
 std::string launch_key(std::string_view hnp_uri);
+// The launch key of an srun listening on `port`, in Slurm job `job` ("" when it made its own
+// allocation, so its job id is unknown where it runs): "srun:PORT" or "srun:PORT@JOB".
+std::string srun_launch_key(std::string_view port, std::string_view job);
+// Whether a task environment comes from one of these srun launches (its SLURM_SRUN_COMM_PORT, and
+// SLURM_JOB_ID when the key names a job).
+bool launched_by_srun(const std::vector<std::string>& launches,
+                      const std::vector<std::pair<std::string, std::string>>& environment);
 
 // The rank and instance a process environment describes, if it is a rank's (exposed for tests).
 struct RankIdentity {

@@ -31,7 +31,7 @@ struct LeaderOptions {
   // batch job's monitors are killed with the job: a healthy job's directory gets no file).
   bool trace_on_hang_only = false;
   // The Open MPI launches under the job's launcher, asked before every discovery so that monitors
-  // on other nodes find their ranks (sampler::open_mpi_launches). Unset: none.
+  // on other nodes find their ranks (sampler::launches_under). Unset: none.
   std::function<std::vector<std::string>()> launches;
 };
 
