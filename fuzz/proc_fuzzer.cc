@@ -1,6 +1,6 @@
 // The /proc parsers (os/proc.h) on anything: a process controls its own name and mappings, and a
 // file read while the process exits can be cut anywhere. The first byte picks the parser (0 stat,
-// 1 status, 2 maps, 3 io); the rest is the file. A parser never throws, says EINVAL when it gives
+// 1 status, 2 maps, 3 io, 4 net/tcp); the rest is the file. A parser never throws, says EINVAL when it gives
 // nothing, and what it gives, written back in the kernel's layout, parses to the same value.
 #include <cerrno>
 #include <cstdint>
@@ -93,12 +93,23 @@ void check_io(std::string_view text) {
   FUZZ_REQUIRE(again && again->read_chars == io->read_chars && again->written_chars == io->written_chars);
 }
 
+void check_tcp_listeners(std::string_view text) {
+  for (const SocketPort& listener : parse_tcp_listeners(text)) {
+    FUZZ_REQUIRE(listener.inode != 0);
+    const auto again =
+        parse_tcp_listeners("  sl  local_address rem_address   st\n   0: 00000000:" + hex(listener.port) +
+                            " 00000000:0000 0A 00000000:00000000 00:00000000 " + "00000000  1000        0 " +
+                            std::to_string(listener.inode) + " 1\n");
+    FUZZ_REQUIRE(again.size() == 1 && again[0].port == listener.port && again[0].inode == listener.inode);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0:
       check_stat(text);
       break;
@@ -108,8 +119,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 2:
       check_maps(text);
       break;
-    default:
+    case 3:
       check_io(text);
+      break;
+    default:
+      check_tcp_listeners(text);
       break;
   }
   return 0;
