@@ -466,7 +466,9 @@ TEST_F(SlurmSteps, ParastackRunAroundSrunFindsTheStepsTasks) {
   EXPECT_NE(passed.out.find("iterations "), std::string::npos) << passed.out;
   EXPECT_NE(passed.err.find("found 4 rank(s) of MPI program"), std::string::npos) << passed.err;
   EXPECT_EQ(passed.err.find("no MPI rank appeared"), std::string::npos) << passed.err;
-  if (const auto id = job_of(passed.err); !id.empty()) expect_nothing_left(cluster(), id);
+  const auto healthy_id = job_of(passed.err);
+  EXPECT_FALSE(healthy_id.empty()) << passed.err;
+  if (!healthy_id.empty()) expect_nothing_left(cluster(), healthy_id);
 
   const auto trigger = cluster().jobs() / "fire.run-srun";
   std::filesystem::remove(trigger);

@@ -134,16 +134,18 @@ void JobSelectorOptions::add_to(CLI::App& command) {
   pbs_->excludes(pid_);
 }
 
-std::optional<sampler::JobSelector> JobSelectorOptions::selector(const std::string& who) const {
+std::optional<sampler::JobSelector> JobSelectorOptions::selector(const std::string& who, bool launches_now) const {
   if (slurm_->count() + pbs_->count() + pid_->count() != 1) {
     std::cerr << who << ": give one of --slurm-job, --pbs-job or --pid\n";
     return std::nullopt;
   }
   if (slurm_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Slurm, {}, slurm_job_};
   if (pbs_->count()) return sampler::JobSelector{sampler::JobSelector::Kind::Pbs, {}, pbs_job_};
-  // With the launches under it: an srun's tasks are not its descendants.
   const os::Pid launcher{launcher_};
-  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher, launcher, {}, sampler::launches_under(launcher)};
+  return sampler::JobSelector{sampler::JobSelector::Kind::Launcher,
+                              launcher,
+                              {},
+                              launches_now ? sampler::launches_under(launcher) : std::vector<std::string>{}};
 }
 
 }  // namespace parastack::cli

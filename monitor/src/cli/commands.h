@@ -31,7 +31,9 @@ class JobSelectorOptions {
  public:
   void add_to(CLI::App& command);
   // The selector, or nullopt after telling the user (prefixed by `who`) what is missing.
-  std::optional<sampler::JobSelector> selector(const std::string& who) const;
+  // With `launches_now`, a --pid selector also holds the launches under that process at this
+  // moment (an srun's tasks are not its descendants): for the commands that look once.
+  std::optional<sampler::JobSelector> selector(const std::string& who, bool launches_now = false) const;
 
  private:
   std::string slurm_job_, pbs_job_;

@@ -407,10 +407,7 @@ int watch_across_nodes(const MonitorOptions& options, const sampler::JobSelector
   auto here = selector;
   // --pid names a process on the leader's node; elsewhere that number is some other process, and
   // the leader's launches (Discover) say which ranks are the job's.
-  if (self != 0) {
-    here.launcher = os::Pid{0};
-    here.launches.clear();  // found under whatever has that pid here
-  }
+  if (self != 0) here.launcher = os::Pid{0};
   node::LiveNodeWorker worker(here, share);
   const auto hosts = network::gather_hosts();
   int status = 0;

@@ -56,7 +56,7 @@ std::function<int()> add_ranks_command(CLI::App& app) {
   options->job.add_to(*command);
   command->add_flag("--json", options->json, "A JSON array of {rank, pid, host, state, ...}");
   return [options] {
-    const auto selector = options->job.selector("parastack ranks");
+    const auto selector = options->job.selector("parastack ranks", true);
     return selector ? run_ranks(*options, *selector) : kExitUsage;
   };
 }

@@ -74,7 +74,7 @@ std::function<int()> add_stacks_command(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--expand-mpi", options->expand_mpi, "Keep the MPI library's internal frames");
   return [options] {
-    const auto selector = options->job.selector("parastack stacks");
+    const auto selector = options->job.selector("parastack stacks", true);
     return selector ? print_node_stacks(*options, *selector) : kExitUsage;
   };
 }
