@@ -46,7 +46,17 @@ std::vector<RankState> JobProbe::all_states(int rank_count) {
   return states;
 }
 
-std::string_view to_string(HangType type) { return type == HangType::Computation ? "computation" : "communication"; }
+std::string_view to_string(HangType type) {
+  switch (type) {
+    case HangType::Computation:
+      return "computation";
+    case HangType::Communication:
+      return "communication";
+    case HangType::Undetermined:
+      return "undetermined";
+  }
+  return "?";
+}
 
 std::optional<std::string> config_error(const WatchdogConfig& config) {
   if (auto error = config_error(config.model)) return error;
@@ -291,7 +301,10 @@ HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
   finding.decision = decision;
   finding.confirmed_at = last_t_;
   for (int c = 0; c < config_.identification_rounds; ++c) {
-    probe.wait_until(finding.confirmed_at + (c + 1) * config_.identification_spacing);
+    if (!probe.wait_until(finding.confirmed_at + (c + 1) * config_.identification_spacing)) {
+      finding.ended_during_checks = true;  // e.g. a second watchdog on the job acted first
+      return finding;
+    }
     finding.checks.push_back(probe.all_states(rank_count_));
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);

@@ -136,6 +136,10 @@ TEST(ReportFormat, EveryVerdictAndActionIsADocumentedWord) {
     EXPECT_NE(row("verdict").find("\"" + std::string(to_string(verdict)) + "\""), std::string::npos)
         << to_string(verdict);
   }
+  for (auto type : {stats::HangType::Computation, stats::HangType::Communication, stats::HangType::Undetermined}) {
+    EXPECT_NE(row("hang_type").find("\"" + std::string(stats::to_string(type)) + "\""), std::string::npos)
+        << stats::to_string(type);
+  }
   for (auto action : {Action::Kill, Action::Report, Action::Stop}) {
     EXPECT_NE(row("action").find("`" + std::string(to_string(action)) + "`"), std::string::npos) << to_string(action);
     EXPECT_EQ(action_from_string(to_string(action)), action);
@@ -158,6 +162,21 @@ TEST(ReportFormat, ACompletedReportWritesOnlyDocumentedFieldsAndNoHangFields) {
   EXPECT_EQ(json["exit_status"], 0);
   EXPECT_TRUE(json["faulty_ranks"].empty());
   EXPECT_NE(to_text(r).find("verdict:   ended, NOT WATCHED, exit status 0"), std::string::npos) << to_text(r);
+}
+
+TEST(ReportFormat, AHangWhoseJobEndedBeforeTheChecksSaysItsTypeIsUndetermined) {
+  RunReport r;
+  r.verdict = JobVerdict::Hang;
+  stats::HangFinding finding;
+  finding.ended_during_checks = true;
+  r.finding = finding;
+  const auto json = to_json(r);
+  EXPECT_EQ(json["hang_type"], "undetermined");
+  EXPECT_TRUE(json["faulty_ranks"].empty());
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("verdict:   HANG (undetermined type)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("faulty:    not known: the job ended after the hang was confirmed"), std::string::npos) << text;
+  EXPECT_EQ(text.find("every rank waits inside MPI"), std::string::npos) << text;
 }
 
 TEST(ReportFormat, AReportOfLostMonitoringSaysSoInItsText) {

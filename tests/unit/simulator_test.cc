@@ -175,6 +175,34 @@ TEST(Simulator, ARankHeldByADebuggerIsNeverAHang) {
   EXPECT_TRUE(unheld.watch(free).has_value()) << "the same job, not held, is a hang";
 }
 
+// A job that ends between the hang's confirmation and the checks of all ranks that name the
+// faulty ones (a second watchdog on the job acted first, or the user killed it) leaves the type
+// undetermined: checks of dying ranks would show them gone, or outside MPI in their exit path,
+// and name a "communication error" or a faulty rank that are not there.
+TEST(Simulator, AJobThatEndsBeforeItsRanksAreCheckedHasAHangOfUndeterminedType) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob job(shape, 3, 5000, Fault{FaultKind::Computation, 1500, {17}});
+  const stats::WatchdogConfig config;
+  HeldDeadlockProbe runs_on(job, 5000, 1e18);
+  const auto found = stats::Watchdog(config, shape.ranks, 7).watch(runs_on);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->type(), stats::HangType::Computation);
+  EXPECT_EQ(found->faulty_ranks, std::vector<int>{17});
+  ASSERT_EQ(found->checks.size(), static_cast<std::size_t>(config.identification_rounds));
+
+  // The same watch, the job ending after the first two of the checks (0.2 s apart), or before any.
+  for (const double ends_after : {2.5 * config.identification_spacing, 0.5 * config.identification_spacing}) {
+    HeldDeadlockProbe ends(job, found->confirmed_at + ends_after, 1e18);
+    const auto cut = stats::Watchdog(config, shape.ranks, 7).watch(ends);
+    ASSERT_TRUE(cut.has_value()) << ends_after;
+    EXPECT_EQ(cut->confirmed_at, found->confirmed_at);
+    EXPECT_EQ(cut->type(), stats::HangType::Undetermined) << ends_after;
+    EXPECT_TRUE(cut->faulty_ranks.empty());
+    EXPECT_EQ(cut->checks.size(), ends_after > 2 * config.identification_spacing ? 2u : 0u);
+    EXPECT_EQ(stats::to_string(cut->type()), "undetermined");
+  }
+}
+
 TEST(Simulator, CampaignsAreReproducible) {
   CampaignConfig config;
   config.healthy_hours_per_shape = 5;

@@ -136,6 +136,7 @@ int print_stacks_across_nodes(network::Monitors& monitors, const MonitorOptions&
 
 // The words for a hang in a mail subject: "computation error on rank(s) 6" or "communication error".
 std::string hang_summary(const watch::RunReport& report) {
+  if (report.finding && report.finding->type() == stats::HangType::Undetermined) return "hang of undetermined type";
   if (!report.finding || !report.finding->computation_error()) return "communication error";
   std::string ranks;
   for (int r : report.faulty_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);

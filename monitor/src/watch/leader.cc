@@ -138,8 +138,15 @@ namespace {
 
 // The words for a hang in the log: "computation error, faulty rank(s) 6" or "communication error...".
 std::string hang_words(const stats::HangFinding& finding, const std::vector<int>& faulty_ranks) {
-  return finding.computation_error() ? "computation error, faulty rank(s) " + join(faulty_ranks)
-                                     : "communication error: every rank waits in MPI";
+  switch (finding.type()) {
+    case stats::HangType::Computation:
+      return "computation error, faulty rank(s) " + join(faulty_ranks);
+    case stats::HangType::Communication:
+      return "communication error: every rank waits in MPI";
+    case stats::HangType::Undetermined:
+      break;
+  }
+  return "type undetermined: the job ended before all its ranks were checked";
 }
 
 // A confirmed hang into the report: the finding, the faulty ranks, when, and every rank's stack.

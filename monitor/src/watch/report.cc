@@ -296,12 +296,17 @@ std::string to_text(const RunReport& r) {
   out << "host:      " << r.host << ", launcher pid " << r.launcher_pid << "\n";
   out << "watched:   " << format_time(r.started_at) << " to " << format_time(r.ended_at) << "\n";
   if (r.verdict == JobVerdict::Hang && r.finding) {
-    out << "verdict:   HANG (" << stats::to_string(r.finding->type()) << " error)\n";
+    out << "verdict:   HANG (" << stats::to_string(r.finding->type())
+        << (r.finding->type() == stats::HangType::Undetermined ? " type" : " error") << ")\n";
     out << "detected:  " << format_time(r.detected_at) << "; it began about " << format_time(r.onset_estimate) << "\n";
     if (r.finding->computation_error()) {
       out << "faulty:    rank" << (r.faulty_ranks.size() > 1 ? "s " : " ") << ranks_text(r.faulty_ranks)
           << ": outside MPI in every one of " << r.finding->checks.size()
           << " checks of all ranks, while the others wait in MPI\n";
+    } else if (r.finding->type() == stats::HangType::Undetermined) {
+      out << "faulty:    not known: the job ended after the hang was confirmed and before all ranks were "
+          << "checked (killed by someone else, e.g. a second watchdog on the job, or ended by itself); "
+          << r.finding->checks.size() << " check(s) taken\n";
     } else {
       out << "faulty:    none found: every rank waits inside MPI (a deadlock or a lost message)\n";
     }

@@ -157,7 +157,8 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
     outcome.detected = true;
     outcome.delay = confirmed_at - fault.onset;
     const auto& reported = finding->faulty_ranks;
-    outcome.type_correct = finding->computation_error() == (fault.kind == FaultKind::Computation);
+    outcome.type_correct = finding->type() == (fault.kind == FaultKind::Computation ? stats::HangType::Computation
+                                                                                    : stats::HangType::Communication);
     if (fault.kind == FaultKind::Computation) {
       int hits = 0;
       for (int f : fault.faulty_ranks) {

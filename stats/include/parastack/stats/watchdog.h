@@ -79,17 +79,24 @@ struct Alarm {
 };
 
 // What kind of hang (§4): some ranks stuck outside MPI (a computation error, they are named), or
-// every rank waiting inside MPI (a communication error: a deadlock or a lost message).
-enum class HangType { Computation, Communication };
-// "computation" or "communication": the report's JSON word, and the first word of its text.
+// every rank waiting inside MPI (a communication error: a deadlock or a lost message); or not known,
+// because the job ended (someone killed it, or it ended by itself) before all the checks were taken.
+enum class HangType { Computation, Communication, Undetermined };
+// "computation", "communication" or "undetermined": the report's JSON word, and the first word of its text.
 std::string_view to_string(HangType type);
 
 struct HangFinding {
   Decision decision;                           // the alarm that was confirmed
   double confirmed_at = 0;                     // probe time at the end of verification
-  std::vector<int> faulty_ranks;               // persistently OUT_MPI (§4); empty: a communication error
+  std::vector<int> faulty_ranks;               // persistently OUT_MPI (§4); empty: no computation error
   std::vector<std::vector<RankState>> checks;  // checks[c][rank]
-  HangType type() const { return faulty_ranks.empty() ? HangType::Communication : HangType::Computation; }
+  // The job ended before the checks were done: ranks dying under the checks look out of MPI (in a
+  // signal handler, at exit) or gone, so the checks taken tell nothing (faulty_ranks stays empty).
+  bool ended_during_checks = false;
+  HangType type() const {
+    if (ended_during_checks) return HangType::Undetermined;
+    return faulty_ranks.empty() ? HangType::Communication : HangType::Computation;
+  }
   bool computation_error() const { return type() == HangType::Computation; }
 };
 
