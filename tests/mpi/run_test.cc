@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "support/mpi_job.h"
 #include "support/watch_log.h"
@@ -484,6 +485,47 @@ TEST(Run, ARankHeldByADebuggerIsNeverAHang) {
   ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
   EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+}
+
+// Two watchdogs on one job (`parastack run` inside a `--parastack` job, or run around another
+// parastack run): each one's samples hold a rank for microseconds, and the other's sample of that
+// rank must wait them out, not take them for a debugger holding the job (whose alarms are never
+// judged). Before, each watcher logged "held by a debugger" at its alarms and found a spinning rank
+// after about 15 s instead of 4. Whichever confirms the hang first ends the job; the other may
+// confirm it too, and if the job ends under its checks of all ranks, says the type is undetermined
+// rather than name a faulty rank or a communication error from dying ranks (before, it reported
+// "communication error" once in 8 runs); or it sees the job end (the inner) or passes the inner's
+// status 3 through (the outer).
+TEST(Run, TwoWatchersOnOneJobDoNotTakeEachOtherForADebugger) {
+  TempDir inner_dir;
+  const std::string inner_report = (inner_dir.path() / "inner.json").string();
+  const std::string inner_log = (inner_dir.path() / "inner.log").string();
+  std::vector<std::string> inner{PARASTACK_BIN, "run",         "--report", inner_report, "--log-file",
+                                 inner_log,     "--log-level", "debug",    "--"};
+  const auto job = mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 2, 8));
+  inner.insert(inner.end(), job.begin(), job.end());
+  WatchedRun run({"--log-level", "debug"}, inner);
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(2).has_value() << "\n"
+                                       << tail(run.log()) << tail(read_file(inner_log));
+  int named = 0;
+  for (const auto& [who, path, log] :
+       {std::tuple{"outer", run.report_path(), run.log()}, std::tuple{"inner", inner_report, read_file(inner_log)}}) {
+    EXPECT_EQ(log.find("held by a debugger"), std::string::npos) << who << ":\n" << tail(log);
+    std::ifstream in(path);
+    const json report = json::parse(in, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << who << ": no report\n" << tail(log);
+    if (report["verdict"] != "hang") continue;
+    for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << who << ": rank pid " << pid << " survived";
+    if (report["hang_type"] == "undetermined") {
+      EXPECT_TRUE(report["faulty_ranks"].empty()) << who;
+      continue;
+    }
+    ++named;
+    EXPECT_EQ(report["hang_type"], "computation") << who;
+    EXPECT_EQ(report["faulty_ranks"], json::array({2})) << who << report["stacks"]["text"].get<std::string>();
+  }
+  EXPECT_GE(named, 1) << "no watcher named the hang";
+  EXPECT_TRUE(run.process().descendants().empty());
 }
 
 // A hang that begins within seconds of the start, before a model of the job could be built: rank 2

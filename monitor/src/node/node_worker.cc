@@ -61,43 +61,60 @@ os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid
 
 }  // namespace
 
-stats::RankSnapshot LiveNodeWorker::sample_one(int local) {
-  const NodeRank& rank = ranks_.at(static_cast<std::size_t>(local));
-  // The progress page's count first, read without stopping the rank: a call completing between the
-  // two reads shows as movement in this sample or the next, never as stillness.
-  const auto counts = progress_counters_.read(identity_of(rank));
-  auto sample = sampler_.sample(identity_of(rank), options_);
-  ++samples_taken_;
-  // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
-  // debugger for a while would otherwise have its symbols reloaded at every sample.
-  if (sample.failure == os::StopFailure::Exited || sample.failure == os::StopFailure::Zombie ||
-      sample.failure == os::StopFailure::Replaced) {
-    sampler_.forget(os::Pid{rank.pid});
-    progress_counters_.forget(os::Pid{rank.pid});
+std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<int>& local,
+                                                              const sampler::SampleOptions& options) {
+  std::vector<os::ProcessIdentity> processes;
+  processes.reserve(local.size());
+  for (int index : local) processes.push_back(identity_of(ranks_.at(static_cast<std::size_t>(index))));
+  auto samples = sampler_.sample_many(processes, options);
+  samples_taken_ += samples.size();
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto failure = samples[i].failure;
+    // Drop the cached image (symbols, unwind state) only of a rank that is gone: a rank held by a
+    // debugger for a while would otherwise have its symbols reloaded at every sample.
+    if (failure == os::StopFailure::Exited || failure == os::StopFailure::Zombie ||
+        failure == os::StopFailure::Replaced) {
+      sampler_.forget(processes[i].pid);
+      progress_counters_.forget(processes[i].pid);
+    }
+    // One a debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
+    if (failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local[i]);
   }
-  // A rank that could not be sampled (exited, denied) is no evidence either way: Unknown. One a
-  // debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
-  if (sample.failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local);
-  if (sample.failure) return {};
-  stats::RankSnapshot snapshot{sample.state, std::move(sample.mpi_function), sample.path};
-  if (counts) {
-    snapshot.mpi_completed = counts->completed;
-    snapshot.mpi_polled = counts->polled;
-  }
-  return snapshot;
+  return samples;
 }
 
 std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>& local) {
+  // The progress pages' counts first, read without stopping the ranks: a call completing between
+  // a rank's two reads shows as movement in this sample or the next, never as stillness.
+  std::vector<std::optional<sampler::ProgressCounters::Counts>> counts;
+  counts.reserve(local.size());
+  for (int index : local)
+    counts.push_back(progress_counters_.read(identity_of(ranks_.at(static_cast<std::size_t>(index)))));
+  auto samples = sample_ranks(local, options_);
   std::vector<stats::RankSnapshot> states;
   states.reserve(local.size());
-  for (int index : local) states.push_back(sample_one(index));
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    // A rank that could not be sampled (exited, denied, held) is no evidence either way: Unknown.
+    if (samples[i].failure) {
+      states.emplace_back();
+      continue;
+    }
+    stats::RankSnapshot snapshot{samples[i].state, std::move(samples[i].mpi_function), samples[i].path};
+    if (counts[i]) {
+      snapshot.mpi_completed = counts[i]->completed;
+      snapshot.mpi_polled = counts[i]->polled;
+    }
+    states.push_back(std::move(snapshot));
+  }
   return states;
 }
 
 std::vector<stats::RankState> LiveNodeWorker::all_states() {
+  std::vector<int> everyone(ranks_.size());
+  for (std::size_t i = 0; i < everyone.size(); ++i) everyone[i] = static_cast<int>(i);
   std::vector<stats::RankState> states;
-  states.reserve(ranks_.size());
-  for (std::size_t i = 0; i < ranks_.size(); ++i) states.push_back(sample_one(static_cast<int>(i)).state);
+  states.reserve(everyone.size());
+  for (const auto& s : snapshot(everyone)) states.push_back(s.state);
   return states;
 }
 
@@ -114,18 +131,20 @@ std::vector<std::optional<std::uint64_t>> LiveNodeWorker::io_bytes() {
 }
 
 std::vector<HeldRank> LiveNodeWorker::held_ranks() {
-  // Between samples this monitor traces nobody, so any tracer is someone else's. A rank let go a
-  // moment ago counts too: the still samples its peers gave while it was held (the streak that
-  // raised the alarm) are no evidence of a hang (bench/faults.sh section 7 saw gdb detach between
-  // the streak and this check, and the job was called hung).
+  // Between samples this monitor traces nobody, so any tracer is someone else's; one that lets go
+  // within a moment was sampling (another watchdog), not holding (sampler::lasting_tracers). A rank
+  // let go a moment ago counts too: the still samples its peers gave while it was held (the streak
+  // that raised the alarm) are no evidence of a hang (bench/faults.sh section 7 saw gdb detach
+  // between the streak and this check, and the job was called hung).
   std::vector<HeldRank> held;
-  const pid_t self = ::getpid();
+  std::vector<os::ProcessIdentity> processes;
+  processes.reserve(ranks_.size());
+  for (const auto& r : ranks_) processes.push_back(identity_of(r));
+  const auto tracers = sampler::lasting_tracers(processes, ::getpid());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const int local = static_cast<int>(i);
-    const auto status = os::read_status(os::Pid{ranks_[i].pid});
-    const bool traced = status && status->tracer != 0 && status->tracer != self;
-    if (traced && os::has_pid_now(identity_of(ranks_[i]))) {
-      held.push_back({local, status->tracer});
+    if (tracers[i] != 0) {
+      held.push_back({local, tracers[i]});
     } else if (seen_held_.contains(local)) {
       held.push_back({local, 0});
     }
@@ -139,14 +158,21 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
   records.clear();
   sampler::SampleOptions with_frames = options_;
   with_frames.frames = true;
+  // The pages first: they are read without stopping the ranks.
   for (const auto& r : ranks_) {
     RankRecord record{r.rank, r.pid, r.host, {}, {}, {}, {}, {}, {}};
-    // The page first: it is read without stopping the rank.
     if (auto page = sampler::read_progress_page(os::Pid{r.pid}, record.progress_problem)) {
       record.progress = progress_facts(*page);
     }
-    const auto sample = sampler_.sample(identity_of(r), with_frames);
-    ++samples_taken_;
+    records.push_back(std::move(record));
+  }
+  std::vector<int> everyone(ranks_.size());
+  for (std::size_t i = 0; i < everyone.size(); ++i) everyone[i] = static_cast<int>(i);
+  const auto samples = sample_ranks(everyone, with_frames);
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const NodeRank& r = ranks_[i];
+    RankRecord& record = records[i];
+    const sampler::RankSample& sample = samples[i];
     // Tests and probes leave the page's call alone: a rank polling in vain (its polls grew across
     // the sample and it completed nothing, or the sample found it in the polling call) is waiting,
     // on somebody the page does not say, and is not "outside MPI".
@@ -169,7 +195,6 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
       record.call_sites.push_back(f->offset);
       if (f->mpi) break;
     }
-    records.push_back(std::move(record));
     tree.add(stack_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
   }
   return tree;

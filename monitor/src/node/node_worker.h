@@ -107,7 +107,9 @@ class LiveNodeWorker final : public NodeWorker {
   std::uint64_t samples_taken() const override { return samples_taken_; }
 
  private:
-  stats::RankSnapshot sample_one(int local);
+  // My ranks `local` (indices in ranks()), one sample each, a brief hold by another tracer waited
+  // out (sampler::kBriefHold); forgets the gone, remembers the held.
+  std::vector<sampler::RankSample> sample_ranks(const std::vector<int>& local, const sampler::SampleOptions& options);
 
   sampler::JobSelector selector_;
   NodeShare share_;

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <optional>
 #include <span>
+#include <thread>
 
 #include "os/proc.h"
 #include "os/remote_memory.h"
@@ -404,6 +405,54 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
   }
   sample.monitor_cpu = thread_cpu_now() - cpu_begin;
   return sample;
+}
+
+namespace {
+
+// Takes again (`again(i)`) every item i that is `held(i)` after pauses of 1, 2, 4 ... ms, until none
+// is or kBriefHold has passed: another watchdog's sample lets go of a rank within microseconds.
+template <class Held, class Again>
+void wait_out_brief_holds(std::size_t count, Held held, Again again) {
+  auto any_held = [&] {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (held(i)) return true;
+    }
+    return false;
+  };
+  for (auto pause = std::chrono::milliseconds(1); pause < kBriefHold && any_held(); pause *= 2) {
+    std::this_thread::sleep_for(pause);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (held(i)) again(i);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<RankSample> StackSampler::sample_many(const std::vector<os::ProcessIdentity>& processes,
+                                                  const SampleOptions& options) {
+  std::vector<RankSample> samples;
+  samples.reserve(processes.size());
+  for (const auto& process : processes) samples.push_back(sample(process, options));
+  wait_out_brief_holds(
+      samples.size(), [&](std::size_t i) { return samples[i].failure == os::StopFailure::AlreadyTraced; },
+      [&](std::size_t i) { samples[i] = sample(processes[i], options); });
+  return samples;
+}
+
+std::vector<pid_t> lasting_tracers(const std::vector<os::ProcessIdentity>& processes, pid_t self) {
+  auto tracer = [self](const os::ProcessIdentity& process) -> pid_t {
+    const auto status = os::read_status(process.pid);
+    if (!status || status->tracer == 0 || status->tracer == self || !os::has_pid_now(process)) return 0;
+    return status->tracer;
+  };
+  std::vector<pid_t> tracers;
+  tracers.reserve(processes.size());
+  for (const auto& process : processes) tracers.push_back(tracer(process));
+  wait_out_brief_holds(
+      tracers.size(), [&](std::size_t i) { return tracers[i] != 0; },
+      [&](std::size_t i) { tracers[i] = tracer(processes[i]); });
+  return tracers;
 }
 
 }  // namespace parastack::sampler

@@ -11,6 +11,11 @@
 // We seize and detach around every sample rather than staying attached: staying seized blocks
 // debuggers (gdb, STAT get EPERM), turns every signal to the rank into a stop we must forward, and
 // mishandles job-control stops, for a saving of 1-3 us.
+//
+// A rank someone else traces is waited for, briefly (sample_many): another watchdog sampling the
+// same job (`parastack run` inside a `--parastack` job) holds a rank for the microseconds of its own
+// sample, a debugger for as long as a person looks. Only a hold that outlasts kBriefHold is
+// "already traced", and so, for the model, a debugger's (node_worker.h, held_ranks).
 #pragma once
 
 #include <chrono>
@@ -29,6 +34,15 @@
 namespace parastack::sampler {
 
 class ProcessImage;
+
+// How long a tracer may hold a rank before it counts as a debugger: waited for in pauses of 1, 2,
+// 4 ... ms, far longer than any sample's stop (tens of microseconds) on a loaded node. One wait for
+// a whole batch: a debugger that holds every rank (STAT) costs a call kBriefHold, not one each.
+inline constexpr std::chrono::milliseconds kBriefHold{255};
+
+// For each process, the tracer (TracerPid) that still traces it after up to kBriefHold of
+// waiting, or 0: untraced now, released within kBriefHold, traced by `self`, or gone.
+std::vector<pid_t> lasting_tracers(const std::vector<os::ProcessIdentity>& processes, pid_t self);
 
 enum class SamplePath {
   Fast,   // copy while stopped, unwind afterwards (default)
@@ -78,6 +92,10 @@ class StackSampler {
   // Replaced). Keep the identity from discovery; a bare pid means whatever process has it now.
   RankSample sample(const os::ProcessIdentity& process, const SampleOptions& options = {});
   RankSample sample(os::Pid pid, const SampleOptions& options = {});
+  // Samples each process in turn, then takes again, after a pause, the samples another tracer
+  // prevented, until they succeed or kBriefHold has passed.
+  std::vector<RankSample> sample_many(const std::vector<os::ProcessIdentity>& processes,
+                                      const SampleOptions& options = {});
 
   // Forget what is cached about processes that are gone.
   void forget(os::Pid pid);
