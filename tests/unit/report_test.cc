@@ -164,6 +164,18 @@ TEST(ReportFormat, ACompletedReportWritesOnlyDocumentedFieldsAndNoHangFields) {
   EXPECT_NE(to_text(r).find("verdict:   ended, NOT WATCHED, exit status 0"), std::string::npos) << to_text(r);
 }
 
+TEST(ReportFormat, AWatchedJobThatCompletedCountsItsAlarmsInWords) {
+  RunReport r;
+  r.verdict = JobVerdict::Completed;
+  r.exit_status = 0;
+  r.observations = 591;
+  r.coverage.model_since = 1.9;
+  EXPECT_NE(to_text(r).find("verdict:   completed, exit status 0 (591 observations, no alarm)\n"), std::string::npos)
+      << to_text(r);
+  r.alarms = 2;
+  EXPECT_NE(to_text(r).find("(591 observations, 2 alarm(s), all judged slowdowns)\n"), std::string::npos) << to_text(r);
+}
+
 TEST(ReportFormat, AHangWhoseJobEndedBeforeTheChecksSaysItsTypeIsUndetermined) {
   RunReport r;
   r.verdict = JobVerdict::Hang;

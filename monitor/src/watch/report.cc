@@ -347,7 +347,9 @@ std::string to_text(const RunReport& r) {
   } else {
     out << "verdict:   completed";
     if (r.exit_status) out << ", exit status " << *r.exit_status;
-    out << " (" << r.observations << " observations, " << r.alarms << " alarm(s), all judged slowdowns)\n";
+    out << " (" << r.observations << " observations, "
+        << (r.alarms == 0 ? std::string("no alarm") : std::to_string(r.alarms) + " alarm(s), all judged slowdowns")
+        << ")\n";
   }
   out << coverage_text(r.coverage);
   out << "action:    " << to_string(r.action) << ": " << r.action_taken << "\n";
