@@ -564,8 +564,9 @@ TEST(Sampler, ABriefHoldByAnotherTracerIsWaitedOut) {
   });
   while (!sampling) std::this_thread::sleep_for(100us);
   std::this_thread::sleep_for(5ms);  // the hold itself: a sample's stop, stretched by a busy node
-  ASSERT_EQ(::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr), 0);
-  other.join();
+  const long detached = ::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr);
+  other.join();  // before any assertion: a joinable thread left behind would abort the test binary
+  ASSERT_EQ(detached, 0);
   EXPECT_FALSE(taken.failure.has_value()) << taken.describe();
   EXPECT_EQ(taken.state, RankState::OutMpi) << taken.describe();
   EXPECT_TRUE(makes_progress(pid));
