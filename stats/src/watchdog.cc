@@ -305,7 +305,14 @@ HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
       finding.ended_during_checks = true;  // e.g. a second watchdog on the job acted first
       return finding;
     }
-    finding.checks.push_back(probe.all_states(rank_count_));
+    auto states = probe.all_states(rank_count_);
+    // Not one rank could be sampled: they have all ended (a probe may notice that a little later:
+    // `parastack run` looks once a second), and the checks taken were of dying ranks.
+    if (std::all_of(states.begin(), states.end(), [](RankState s) { return s == RankState::Unknown; })) {
+      finding.ended_during_checks = true;
+      return finding;
+    }
+    finding.checks.push_back(std::move(states));
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
   return finding;

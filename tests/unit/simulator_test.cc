@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "parastack/sim/campaign.h"
 #include "parastack/sim/workload.h"
@@ -130,8 +131,11 @@ TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
 // `held_from` on (never, by default).
 class HeldDeadlockProbe : public stats::JobProbe {
  public:
-  HeldDeadlockProbe(const SyntheticJob& job, double end, double held_from)
-      : job_(job), end_(end), held_from_(held_from) {}
+  // From `unseen_from` no rank can be sampled (they are gone) while wait_until still accepts: the
+  // probe has not noticed the end yet.
+  HeldDeadlockProbe(const SyntheticJob& job, double end, double held_from,
+                    double unseen_from = std::numeric_limits<double>::infinity())
+      : job_(job), end_(end), held_from_(held_from), unseen_from_(unseen_from) {}
   double now() override { return t_; }
   bool wait_until(double t) override {
     t_ = std::max(t_, t);
@@ -139,7 +143,7 @@ class HeldDeadlockProbe : public stats::JobProbe {
   }
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override {
     std::vector<stats::RankSnapshot> states;
-    for (int rank : ranks) states.push_back(job_.snapshot(rank, t_));
+    for (int rank : ranks) states.push_back(t_ < unseen_from_ ? job_.snapshot(rank, t_) : stats::RankSnapshot{});
     return states;
   }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
@@ -150,7 +154,7 @@ class HeldDeadlockProbe : public stats::JobProbe {
 
  private:
   const SyntheticJob& job_;
-  double end_, held_from_, t_ = 0;
+  double end_, held_from_, unseen_from_, t_ = 0;
 };
 
 // A rank under a debugger stops its peers, which then look deadlocked: that is never a hang (a
@@ -200,6 +204,19 @@ TEST(Simulator, AJobThatEndsBeforeItsRanksAreCheckedHasAHangOfUndeterminedType) 
     EXPECT_TRUE(cut->faulty_ranks.empty());
     EXPECT_EQ(cut->checks.size(), ends_after > 2 * config.identification_spacing ? 2u : 0u);
     EXPECT_EQ(stats::to_string(cut->type()), "undetermined");
+  }
+
+  // The ranks gone after two checks, or before any, and the probe has not noticed yet: a check
+  // samples nobody. Checks of no rank would have named a "communication error" (no rank was
+  // persistently outside MPI), or the rank seen out in the checks before the job's end.
+  for (const double gone_after : {2.5 * config.identification_spacing, 0.5 * config.identification_spacing}) {
+    HeldDeadlockProbe unnoticed(job, 1e18, 1e18, found->confirmed_at + gone_after);
+    const auto gone = stats::Watchdog(config, shape.ranks, 7).watch(unnoticed);
+    ASSERT_TRUE(gone.has_value()) << gone_after;
+    EXPECT_EQ(gone->confirmed_at, found->confirmed_at);
+    EXPECT_EQ(gone->type(), stats::HangType::Undetermined) << gone_after;
+    EXPECT_TRUE(gone->faulty_ranks.empty());
+    EXPECT_EQ(gone->checks.size(), gone_after > 2 * config.identification_spacing ? 2u : 0u);
   }
 }
 

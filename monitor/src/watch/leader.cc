@@ -207,6 +207,15 @@ std::string describe_action(const LeaderOptions& options, const JobControl& job,
 // Report, tell, act: one order for every action. True when watching ends (kill, stop).
 bool act_on_hang(const LeaderOptions& options, JobControl& job, network::ClusterProbe& probe, RunReport& report,
                  spdlog::logger& log) {
+  if (report.finding && report.finding->ended_during_checks) {
+    // The program ended under the checks (someone else killed it, or it ended by itself): there
+    // is nothing left to act on, and a batch job's scancel or qdel would end the steps after it.
+    report.action_taken = "none: the program had ended before its ranks were checked";
+    write_report(report, options.paths, log);
+    if (job.notify) job.notify(report);
+    log.info("no action: the program had ended before its ranks were checked");
+    return false;
+  }
   report.action_taken = describe_action(options, job, probe, report);
   // Stopped at once, as they were found; the report and the mail then take their time.
   if (options.action == Action::Stop) probe.signal(SIGSTOP);

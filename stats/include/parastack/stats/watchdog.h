@@ -90,8 +90,9 @@ struct HangFinding {
   double confirmed_at = 0;                     // probe time at the end of verification
   std::vector<int> faulty_ranks;               // persistently OUT_MPI (§4); empty: no computation error
   std::vector<std::vector<RankState>> checks;  // checks[c][rank]
-  // The job ended before the checks were done: ranks dying under the checks look out of MPI (in a
-  // signal handler, at exit) or gone, so the checks taken tell nothing (faulty_ranks stays empty).
+  // The job ended before the checks were done (the probe said so, or a check could sample none of
+  // its ranks): ranks dying under the checks look out of MPI (in a signal handler, at exit) or
+  // gone, so the checks taken tell nothing (faulty_ranks stays empty).
   bool ended_during_checks = false;
   HangType type() const {
     if (ended_during_checks) return HangType::Undetermined;

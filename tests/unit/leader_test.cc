@@ -1,0 +1,210 @@
+// The leader (watch::lead) over a scripted node worker: one monitor in this process, as `parastack
+// run` has, whose "ranks" are a script instead of processes. The script stands in for what real
+// processes cannot be made to do on cue: end in the second between a hang's confirmation and the
+// checks of all ranks. (tests/mpi/run_test.cc has the leader on real Open MPI jobs.)
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "network/monitors.h"
+#include "node/node_worker.h"
+#include "watch/leader.h"
+
+namespace parastack::watch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One scripted MPI program of four ranks: healthy (0.1 s steps, 60 % compute) for `healthy_for`
+// seconds, then rank 2 spins outside MPI for ever while the others wait in MPI_Recv. It ends (every
+// rank gone) at the `ends_at_check`-th check of all ranks (the first all_states), or after
+// `healthy_for` when it never hangs.
+struct Program {
+  std::string instance;
+  double healthy_for = 0;
+  bool hangs = true;
+  int ends_at_check = 0;  // 0: never ends by itself while hung
+};
+
+class ScriptedWorker final : public node::NodeWorker {
+ public:
+  explicit ScriptedWorker(std::vector<Program> programs) : programs_(std::move(programs)) {}
+
+  std::vector<node::NodeRank> discover(const std::vector<std::string>&) override {
+    if (adopted_ && gone() && current_ + 1 < programs_.size()) start_next();
+    if (adopted_ || current_ >= programs_.size()) return {};
+    return program_ranks();
+  }
+  void adopt(const std::string& instance) override {
+    if (current_ < programs_.size() && instance == programs_[current_].instance) {
+      adopted_ = true;
+      started_ = Clock::now();
+      ranks_ = program_ranks();
+    }
+  }
+  const std::vector<node::NodeRank>& ranks() const override { return ranks_; }
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override {
+    std::vector<stats::RankSnapshot> out;
+    for (int r : local) out.push_back(state_of(r));
+    samples_ += local.size();
+    return out;
+  }
+  std::vector<stats::RankState> all_states() override {
+    ++checks_;
+    if (program().hangs && program().ends_at_check > 0 && checks_ >= program().ends_at_check) ended_ = true;
+    std::vector<stats::RankState> states;
+    for (int r = 0; r < kRanks; ++r) states.push_back(state_of(r).state);
+    return states;
+  }
+  std::vector<std::optional<std::uint64_t>> io_bytes() override {
+    return std::vector<std::optional<std::uint64_t>>(kRanks, std::uint64_t{0});
+  }
+  std::vector<node::HeldRank> held_ranks() override { return {}; }
+  diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
+    for (int r = 0; r < kRanks; ++r) {
+      const auto s = state_of(r);
+      records.push_back(
+          {r, 1000000 + r, "scripted", std::string(stats::to_string(s.state)), s.mpi_function, {}, {}, {}, {}});
+    }
+    return diagnosis::PrefixTree(diagnosis::TreeOptions{});
+  }
+  void signal(int signal) override { signals_.push_back(signal); }
+  bool ranks_alive() override { return adopted_ && !gone(); }
+  std::uint64_t samples_taken() const override { return samples_; }
+
+  const std::vector<int>& signals() const { return signals_; }
+  int checks() const { return checks_; }
+  std::size_t programs_started() const { return current_ + (adopted_ ? 1 : 0); }
+
+ private:
+  static constexpr int kRanks = 4;
+  const Program& program() const { return programs_[current_]; }
+  double age() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  bool gone() {
+    if (!program().hangs && age() > program().healthy_for) ended_ = true;
+    return ended_;
+  }
+  void start_next() {
+    ++current_;
+    adopted_ = false;
+    ended_ = false;
+    checks_ = 0;
+  }
+  std::vector<node::NodeRank> program_ranks() const {
+    std::vector<node::NodeRank> ranks;
+    for (int r = 0; r < kRanks; ++r)
+      ranks.push_back({r, kRanks, 1000000 + r, "scripted", program().instance, "scripted-app", 1});
+    return ranks;
+  }
+  stats::RankSnapshot state_of(int rank) {
+    if (gone()) return {};  // a gone rank cannot be sampled
+    const double t = age();
+    if (program().hangs && t >= program().healthy_for) {
+      if (rank == 2) return {stats::RankState::OutMpi, {}, 0x1000};
+      return {stats::RankState::InMpi, "MPI_Recv", 0x2000};
+    }
+    const double step = std::fmod(t + 0.017 * rank, 0.1);
+    if (step < 0.06) return {stats::RankState::OutMpi, {}, 0x1000 + static_cast<std::uint64_t>(t / 0.1) % 7};
+    return {stats::RankState::InMpi, "MPI_Allreduce", 0x2000 + static_cast<std::uint64_t>(t / 0.1) % 5};
+  }
+
+  std::vector<Program> programs_;
+  std::size_t current_ = 0;
+  bool adopted_ = false, ended_ = false;
+  int checks_ = 0;
+  Clock::time_point started_ = Clock::now();
+  std::vector<node::NodeRank> ranks_;
+  std::vector<int> signals_;
+  std::uint64_t samples_ = 0;
+};
+
+struct Led {
+  Outcome outcome;
+  RunReport report;
+  int terminations = 0, notifications = 0;
+  nlohmann::json json;
+  std::string log;
+};
+
+// A batch job's leader (it lives on after a program ends, as sbatch --parastack's does) over the
+// scripted programs, action kill.
+Led lead_scripted(ScriptedWorker& worker, const std::filesystem::path& dir) {
+  std::ostringstream log_text;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
+  spdlog::logger log("leader-test", sink);
+  log.set_level(spdlog::level::debug);
+  LeaderOptions options;
+  options.seed = 5;
+  options.linger = 1;
+  options.paths = report_paths((dir / "report.json").string());
+  Led led;
+  JobControl control;
+  control.running = [] { return true; };
+  control.terminate = [&led](double) { return ++led.terminations, 0; };
+  control.notify = [&led](const RunReport&) { ++led.notifications; };
+  network::SoloMonitors monitors(worker, "scripted");
+  led.outcome = lead(monitors, options, control, led.report, log);
+  led.log = log_text.str();
+  std::ifstream in(options.paths.json);
+  led.json = nlohmann::json::parse(in, nullptr, false);
+  return led;
+}
+
+struct ScratchDir {
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "parastack-leader-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path path;
+};
+
+// The control: a hang that stays is acted on once (the job is ended), and its report names rank 2.
+TEST(Leader, ScriptedHangThatStaysIsActedOn) {
+  ScratchDir dir;
+  ScriptedWorker worker({{"a", 4, true, 0}});
+  const auto led = lead_scripted(worker, dir.path);
+  ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
+  EXPECT_EQ(led.terminations, 1);
+  EXPECT_EQ(led.notifications, 1);
+  ASSERT_FALSE(led.json.is_discarded()) << led.log;
+  EXPECT_EQ(led.json["hang_type"], "computation") << led.log;
+  EXPECT_EQ(led.json["faulty_ranks"], nlohmann::json::array({2}));
+  EXPECT_EQ(worker.checks(), stats::WatchdogConfig{}.identification_rounds);
+}
+
+// A program that ends under the checks (killed by someone else, or it ended by itself) is reported,
+// with its type undetermined, and not acted on: in a batch job a scancel would end the steps after
+// it. The next program of the job is watched as usual.
+TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
+  for (const int ends_at_check : {1, 2}) {
+    ScratchDir dir;
+    ScriptedWorker worker({{"a", 4, true, ends_at_check}, {"b", 1.5, false, 0}});
+    const auto led = lead_scripted(worker, dir.path);
+    EXPECT_EQ(led.outcome, Outcome::Ended) << led.log;
+    EXPECT_EQ(led.terminations, 0) << led.log;
+    EXPECT_TRUE(worker.signals().empty()) << "a signal was sent to the ended program's ranks";
+    EXPECT_EQ(led.notifications, 1) << "the hang was confirmed: its report is told";
+    EXPECT_EQ(worker.programs_started(), 2u) << "the program after it was not watched\n" << led.log;
+    ASSERT_FALSE(led.json.is_discarded()) << led.log;
+    EXPECT_EQ(led.json["verdict"], "hang");
+    EXPECT_EQ(led.json["hang_type"], "undetermined") << ends_at_check << "\n" << led.log;
+    EXPECT_TRUE(led.json["faulty_ranks"].empty());
+    EXPECT_EQ(led.json["action_taken"], "none: the program had ended before its ranks were checked");
+    EXPECT_NE(led.log.find("no action: the program had ended"), std::string::npos) << led.log;
+  }
+}
+
+}  // namespace
+}  // namespace parastack::watch
