@@ -307,6 +307,32 @@ TEST_F(SlurmPlugin, ADeadlockIsReportedAsACommunicationError) {
   EXPECT_EQ(report["faulty_ranks"], json::array());
 }
 
+// `parastack run` in a batch job submitted with --parastack: the batch step's monitors already
+// watch it, and parastack run says so (two watchers both sample and both act). Not in a job
+// submitted without the option.
+TEST_F(SlurmPlugin, ParastackRunInsideAWatchedBatchJobSaysTheJobIsWatchedTwice) {
+  const std::string body = "export OMPI_MCA_mpi_yield_when_idle=1 PARASTACK_CONFIG=\n" +
+                           (cluster().bin() / "parastack").string() + " run --log-level warn --report " +
+                           (cluster().jobs() / "twice-run.json").string() + " -- mpirun -n 2 " +
+                           (cluster().bin() / "ps_solver").string() + " blocking 3\necho run-status=$?\n";
+  const auto script = cluster().script("twice.sh", body);
+  for (const bool watched : {true, false}) {
+    SCOPED_TRACE(watched ? "sbatch --parastack" : "sbatch");
+    std::vector<std::string> args{"-n", "2", "-o", "twice.out", "-e", "twice.err"};
+    if (watched) args.push_back("--parastack");
+    args.push_back(script);
+    const auto id = cluster().submit(args);
+    const auto job = cluster().wait_ended(id, 300);
+    EXPECT_EQ(job.state, "COMPLETED") << job.record;
+    EXPECT_NE(read_file(cluster().jobs() / "twice.out").find("run-status=0"), std::string::npos)
+        << read_file(cluster().jobs() / "twice.out");
+    const std::string err = read_file(cluster().jobs() / "twice.err");
+    const std::string warning = "job " + id + " is already watched by parastack (sbatch --parastack)";
+    EXPECT_EQ(err.find(warning) != std::string::npos, watched) << err;
+    expect_nothing_left(cluster(), id);
+  }
+}
+
 TEST_F(SlurmPlugin, AHangUnderMpirunIsFoundToo) {
   std::string id;
   const json report = run_hang("sleep", 2, {"-n", "8"}, id, "mpirun");

@@ -18,6 +18,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "cli/commands.h"
@@ -106,6 +107,15 @@ int run_watchdog(const RunOptions& options) {
   session.leading().startup_timeout = options.startup_timeout;
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
   install_signal_forwarding();
+  // The SPANK plugin names the batch job its monitors watch, every step of it included.
+  const char* watched_job = std::getenv("PARASTACK_WATCHED_JOB");
+  const char* slurm_job = std::getenv("SLURM_JOB_ID");
+  if (watched_job && slurm_job && std::string_view(watched_job) == slurm_job) {
+    log.warn(
+        "job {} is already watched by parastack (sbatch --parastack): two watchers both sample it and both act "
+        "on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
+        slurm_job);
+  }
 
   std::vector<std::string> command = options.command;
   if (options.mpi_progress) {
