@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -47,6 +49,51 @@ std::map<pid_t, pid_t> parent_links(std::set<pid_t>& zombies) {
     }
   }
   return parent_of;
+}
+
+// The process groups of the live ChildProcess objects, for the signal handler below: a test binary
+// ended by SIGINT or SIGTERM (a developer's Ctrl-C, a kill) runs no destructor, and would leave its
+// jobs running. Lock-free slots, as a signal handler may read them at any moment.
+constexpr std::size_t kGroupSlots = 256;
+std::array<std::atomic<pid_t>, kGroupSlots> live_groups{};
+const pid_t installing_process = ::getpid();
+
+void kill_live_groups_and_die(int signal) {
+  // In a forked child between fork and exec the slots are its parent's: not this process's to kill.
+  if (::getpid() == installing_process) {
+    for (auto& slot : live_groups) {
+      if (const pid_t group = slot.load(); group > 0) ::kill(-group, SIGKILL);
+    }
+  }
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+const bool groups_die_with_the_test = [] {
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction action {};
+    action.sa_handler = kill_live_groups_and_die;
+    sigemptyset(&action.sa_mask);
+    // A signal its parent chose to ignore (nohup) stays ignored.
+    struct sigaction old {};
+    if (::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(s, &action, nullptr);
+  }
+  return true;
+}();
+
+void add_live_group(pid_t group) {
+  for (auto& slot : live_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, group)) return;
+  }
+}
+
+void remove_live_group(pid_t group) {
+  for (auto& slot : live_groups) {
+    pid_t expected = group;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
 }
 
 // The pids of the live ChildProcess objects: their exit status is their owner's to read.
@@ -121,6 +168,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOptions& options) {
   (void)subreaper;
+  (void)groups_die_with_the_test;
   std::vector<std::string> environment{"PS_READY_DIR=" + ready_.path().string()};
   environment.insert(environment.end(), options.environment.begin(), options.environment.end());
   pid_ = ::fork();
@@ -146,6 +194,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const ChildOpti
   }
   ::setpgid(pid_, pid_);  // also from the parent, so it holds before either side runs on
   owned_children().insert(pid_);
+  add_live_group(pid_);
 }
 
 ChildProcess::~ChildProcess() {
@@ -160,6 +209,7 @@ ChildProcess::~ChildProcess() {
     reap_orphans();
     if (others.empty()) break;
   }
+  remove_live_group(pid_);
 }
 
 std::vector<pid_t> ChildProcess::descendants() const {

@@ -1,5 +1,6 @@
 // Real processes for the real-process tests, owned RAII-style so that a failing test never leaves
-// one behind: an Open MPI job (mpirun and every rank under it) and a plain child process. Both
+// one behind (and a test binary ended by SIGINT, SIGTERM, SIGHUP or SIGQUIT kills their process
+// groups before it dies): an Open MPI job (mpirun and every rank under it) and a plain child process. Both
 // announce readiness through files in a private directory (tests/programs/ready_file.h), so a
 // test waits for a condition, never for a fixed time.
 #pragma once

@@ -1,0 +1,61 @@
+// The test support's own promise (tests/support/mpi_job.h): a test binary ended by a signal (a
+// developer's Ctrl-C, a kill) leaves none of the processes its tests started, though no destructor
+// runs then.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "support/mpi_job.h"
+
+namespace parastack {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+// Alive and not a zombie (a zombie is dead, only not reaped yet).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// Run only by the test below, in a test binary of its own: starts a job, says its pid, and waits
+// to be killed.
+TEST(TestSupport, DISABLED_StartsAJobAndWaitsForASignal) {
+  ChildProcess job({"sleep", "1000"});
+  const char* dir = std::getenv("PS_READY_DIR");
+  ASSERT_NE(dir, nullptr);
+  std::ofstream(std::string(dir) + "/job.tmp") << job.pid() << "\n";
+  std::filesystem::rename(std::string(dir) + "/job.tmp", std::string(dir) + "/job");
+  while (true) ::pause();
+}
+
+TEST(TestSupport, ATestBinaryEndedBySigintOrSigtermLeavesNoProcessBehind) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(signal == SIGINT ? "SIGINT" : "SIGTERM");
+    ChildProcess test_binary({"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                              "--gtest_filter=TestSupport.DISABLED_StartsAJobAndWaitsForASignal"});
+    // /proc/self/exe is resolved by the child's execve: this very binary.
+    const pid_t job = test_binary.wait_ready_file("job", 60s);
+    ASSERT_TRUE(running(job));
+    ASSERT_EQ(::kill(test_binary.pid(), signal), 0);
+    EXPECT_EQ(test_binary.wait_exit(60s), 128 + signal) << "the test binary dies of the signal, as without the handler";
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (running(job) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    EXPECT_FALSE(running(job)) << "pid " << job << " outlived the test binary that started it";
+    if (running(job)) ::kill(job, SIGKILL);  // whatever happened, nothing is left
+  }
+}
+
+}  // namespace
+}  // namespace parastack
