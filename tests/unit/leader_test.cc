@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -139,7 +140,8 @@ struct Led {
 
 // A batch job's leader (it lives on after a program ends, as sbatch --parastack's does) over the
 // scripted programs, action kill.
-Led lead_scripted(ScriptedWorker& worker, const std::filesystem::path& dir) {
+Led lead_scripted(
+    ScriptedWorker& worker, const std::filesystem::path& dir, std::function<bool()> running = [] { return true; }) {
   std::ostringstream log_text;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
   spdlog::logger log("leader-test", sink);
@@ -150,7 +152,7 @@ Led lead_scripted(ScriptedWorker& worker, const std::filesystem::path& dir) {
   options.paths = report_paths((dir / "report.json").string());
   Led led;
   JobControl control;
-  control.running = [] { return true; };
+  control.running = std::move(running);
   control.terminate = [&led](double) { return ++led.terminations, 0; };
   control.notify = [&led](const RunReport&) { ++led.notifications; };
   network::SoloMonitors monitors(worker, "scripted");
@@ -204,6 +206,20 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
     EXPECT_EQ(led.json["action_taken"], "none: the program had ended before its ranks were checked");
     EXPECT_NE(led.log.find("no action: the program had ended"), std::string::npos) << led.log;
   }
+}
+
+// The launcher ends under the checks (killed), but its ranks live on, still hung (a spinning rank
+// makes no call that would tell it its launcher is gone): the type is undetermined, and the ranks
+// are acted on all the same.
+TEST(Leader, ScriptedRanksThatOutliveTheirLauncherUnderTheChecksAreActedOn) {
+  ScratchDir dir;
+  ScriptedWorker worker({{"a", 4, true, 0}});
+  const auto led = lead_scripted(worker, dir.path, [&worker] { return worker.checks() < 1; });
+  ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
+  EXPECT_EQ(led.terminations, 1) << led.log;
+  ASSERT_FALSE(led.json.is_discarded()) << led.log;
+  EXPECT_EQ(led.json["hang_type"], "undetermined") << led.log;
+  EXPECT_EQ(led.json["action_taken"], "the job was terminated (SIGTERM, then SIGKILL after 10 s)");
 }
 
 }  // namespace

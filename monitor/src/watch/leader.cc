@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -204,12 +205,23 @@ std::string describe_action(const LeaderOptions& options, const JobControl& job,
   return "?";
 }
 
+// Whether a sample finds any of the program's ranks still there (a monitor lost: assume so).
+bool any_rank_left(network::ClusterProbe& probe) {
+  try {
+    const auto states = probe.all_states(static_cast<int>(probe.table().size()));
+    return std::any_of(states.begin(), states.end(), [](stats::RankState s) { return s != stats::RankState::Unknown; });
+  } catch (const network::MonitorLost&) {
+    return true;
+  }
+}
+
 // Report, tell, act: one order for every action. True when watching ends (kill, stop).
 bool act_on_hang(const LeaderOptions& options, JobControl& job, network::ClusterProbe& probe, RunReport& report,
                  spdlog::logger& log) {
-  if (report.finding && report.finding->ended_during_checks) {
+  if (report.finding && report.finding->ended_during_checks && !any_rank_left(probe)) {
     // The program ended under the checks (someone else killed it, or it ended by itself): there
     // is nothing left to act on, and a batch job's scancel or qdel would end the steps after it.
+    // (Ranks that outlive their launcher, still hung, are acted on as before.)
     report.action_taken = "none: the program had ended before its ranks were checked";
     write_report(report, options.paths, log);
     if (job.notify) job.notify(report);
