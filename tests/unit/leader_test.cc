@@ -131,17 +131,17 @@ class ScriptedWorker final : public node::NodeWorker {
 };
 
 struct Led {
-  Outcome outcome;
-  RunReport report;
+  Outcome outcome = Outcome::Ended;
   int terminations = 0, notifications = 0;
-  nlohmann::json json;
-  std::string log;
+  std::string report_text, log;
+  nlohmann::json json() const { return nlohmann::json::parse(report_text, nullptr, false); }
 };
 
 // A batch job's leader (it lives on after a program ends, as sbatch --parastack's does) over the
 // scripted programs, action kill.
-Led lead_scripted(
-    ScriptedWorker& worker, const std::filesystem::path& dir, std::function<bool()> running = [] { return true; }) {
+void lead_scripted(
+    ScriptedWorker& worker, const std::filesystem::path& dir, Led& led,
+    std::function<bool()> running = [] { return true; }) {
   std::ostringstream log_text;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
   spdlog::logger log("leader-test", sink);
@@ -150,17 +150,16 @@ Led lead_scripted(
   options.seed = 5;
   options.linger = 1;
   options.paths = report_paths((dir / "report.json").string());
-  Led led;
   JobControl control;
   control.running = std::move(running);
   control.terminate = [&led](double) { return ++led.terminations, 0; };
   control.notify = [&led](const RunReport&) { ++led.notifications; };
   network::SoloMonitors monitors(worker, "scripted");
-  led.outcome = lead(monitors, options, control, led.report, log);
+  RunReport report;
+  led.outcome = lead(monitors, options, control, report, log);
   led.log = log_text.str();
   std::ifstream in(options.paths.json);
-  led.json = nlohmann::json::parse(in, nullptr, false);
-  return led;
+  led.report_text.assign(std::istreambuf_iterator<char>(in), {});
 }
 
 struct ScratchDir {
@@ -176,13 +175,14 @@ struct ScratchDir {
 TEST(Leader, ScriptedHangThatStaysIsActedOn) {
   ScratchDir dir;
   ScriptedWorker worker({{"a", 4, true, 0}});
-  const auto led = lead_scripted(worker, dir.path);
+  Led led;
+  lead_scripted(worker, dir.path, led);
   ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
   EXPECT_EQ(led.terminations, 1);
   EXPECT_EQ(led.notifications, 1);
-  ASSERT_FALSE(led.json.is_discarded()) << led.log;
-  EXPECT_EQ(led.json["hang_type"], "computation") << led.log;
-  EXPECT_EQ(led.json["faulty_ranks"], nlohmann::json::array({2}));
+  ASSERT_FALSE(led.json().is_discarded()) << led.log;
+  EXPECT_EQ(led.json()["hang_type"], "computation") << led.log;
+  EXPECT_EQ(led.json()["faulty_ranks"], nlohmann::json::array({2}));
   EXPECT_EQ(worker.checks(), stats::WatchdogConfig{}.identification_rounds);
 }
 
@@ -193,17 +193,18 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
   for (const int ends_at_check : {1, 2}) {
     ScratchDir dir;
     ScriptedWorker worker({{"a", 4, true, ends_at_check}, {"b", 1.5, false, 0}});
-    const auto led = lead_scripted(worker, dir.path);
+    Led led;
+    lead_scripted(worker, dir.path, led);
     EXPECT_EQ(led.outcome, Outcome::Ended) << led.log;
     EXPECT_EQ(led.terminations, 0) << led.log;
     EXPECT_TRUE(worker.signals().empty()) << "a signal was sent to the ended program's ranks";
     EXPECT_EQ(led.notifications, 1) << "the hang was confirmed: its report is told";
     EXPECT_EQ(worker.programs_started(), 2u) << "the program after it was not watched\n" << led.log;
-    ASSERT_FALSE(led.json.is_discarded()) << led.log;
-    EXPECT_EQ(led.json["verdict"], "hang");
-    EXPECT_EQ(led.json["hang_type"], "undetermined") << ends_at_check << "\n" << led.log;
-    EXPECT_TRUE(led.json["faulty_ranks"].empty());
-    EXPECT_EQ(led.json["action_taken"], "none: the program had ended before its ranks were checked");
+    ASSERT_FALSE(led.json().is_discarded()) << led.log;
+    EXPECT_EQ(led.json()["verdict"], "hang");
+    EXPECT_EQ(led.json()["hang_type"], "undetermined") << ends_at_check << "\n" << led.log;
+    EXPECT_TRUE(led.json()["faulty_ranks"].empty());
+    EXPECT_EQ(led.json()["action_taken"], "none: the program had ended before its ranks were checked");
     EXPECT_NE(led.log.find("no action: the program had ended"), std::string::npos) << led.log;
   }
 }
@@ -214,12 +215,13 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
 TEST(Leader, ScriptedRanksThatOutliveTheirLauncherUnderTheChecksAreActedOn) {
   ScratchDir dir;
   ScriptedWorker worker({{"a", 4, true, 0}});
-  const auto led = lead_scripted(worker, dir.path, [&worker] { return worker.checks() < 1; });
+  Led led;
+  lead_scripted(worker, dir.path, led, [&worker] { return worker.checks() < 1; });
   ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
   EXPECT_EQ(led.terminations, 1) << led.log;
-  ASSERT_FALSE(led.json.is_discarded()) << led.log;
-  EXPECT_EQ(led.json["hang_type"], "undetermined") << led.log;
-  EXPECT_EQ(led.json["action_taken"], "the job was terminated (SIGTERM, then SIGKILL after 10 s)");
+  ASSERT_FALSE(led.json().is_discarded()) << led.log;
+  EXPECT_EQ(led.json()["hang_type"], "undetermined") << led.log;
+  EXPECT_EQ(led.json()["action_taken"], "the job was terminated (SIGTERM, then SIGKILL after 10 s)");
 }
 
 }  // namespace
