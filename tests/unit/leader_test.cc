@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -165,7 +166,8 @@ void lead_scripted(
 struct ScratchDir {
   ScratchDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "parastack-leader-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp " + pattern + " failed");
+    path = pattern;
   }
   ~ScratchDir() { std::filesystem::remove_all(path); }
   std::filesystem::path path;
