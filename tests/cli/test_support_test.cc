@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,23 +28,11 @@ bool running(pid_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
-// Run only by the test below, in a test binary of its own: starts a job, says its pid, and waits
-// to be killed.
-TEST(TestSupport, DISABLED_StartsAJobAndWaitsForASignal) {
-  ChildProcess job({"sleep", "1000"});
-  const char* dir = std::getenv("PS_READY_DIR");
-  ASSERT_NE(dir, nullptr);
-  std::ofstream(std::string(dir) + "/job.tmp") << job.pid() << "\n";
-  std::filesystem::rename(std::string(dir) + "/job.tmp", std::string(dir) + "/job");
-  while (true) ::pause();
-}
-
 TEST(TestSupport, ATestBinaryEndedBySigintOrSigtermLeavesNoProcessBehind) {
   for (const int signal : {SIGINT, SIGTERM}) {
     SCOPED_TRACE(signal == SIGINT ? "SIGINT" : "SIGTERM");
-    ChildProcess test_binary({"/proc/self/exe", "--gtest_also_run_disabled_tests",
-                              "--gtest_filter=TestSupport.DISABLED_StartsAJobAndWaitsForASignal"});
-    // /proc/self/exe is resolved by the child's execve: this very binary.
+    // A program linked with the test support like every test binary (tests/support/child_starter.cc).
+    ChildProcess test_binary({PS_CHILD_STARTER});
     const pid_t job = test_binary.wait_ready_file("job", 60s);
     ASSERT_TRUE(running(job));
     ASSERT_EQ(::kill(test_binary.pid(), signal), 0);
@@ -54,6 +41,12 @@ TEST(TestSupport, ATestBinaryEndedBySigintOrSigtermLeavesNoProcessBehind) {
     while (running(job) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
     EXPECT_FALSE(running(job)) << "pid " << job << " outlived the test binary that started it";
     if (running(job)) ::kill(job, SIGKILL);  // whatever happened, nothing is left
+    std::ifstream said(test_binary.ready_dir() / "job");
+    std::string pid_line, scratch;
+    if (std::getline(said, pid_line) && std::getline(said, scratch) &&
+        std::filesystem::path(scratch).filename().string().starts_with("parastack-test-")) {
+      std::filesystem::remove_all(scratch);
+    }
   }
 }
 
