@@ -218,21 +218,20 @@ bool any_rank_left(network::ClusterProbe& probe) {
 // Report, tell, act: one order for every action. True when watching ends (kill, stop).
 bool act_on_hang(const LeaderOptions& options, JobControl& job, network::ClusterProbe& probe, RunReport& report,
                  spdlog::logger& log) {
-  if (report.finding && report.finding->ended_during_checks && !any_rank_left(probe)) {
-    // The program ended under the checks (someone else killed it, or it ended by itself): there
-    // is nothing left to act on, and a batch job's scancel or qdel would end the steps after it.
-    // (Ranks that outlive their launcher, still hung, are acted on as before.)
-    report.action_taken = "none: the program had ended before its ranks were checked";
-    write_report(report, options.paths, log);
-    if (job.notify) job.notify(report);
+  // The program ended under the checks (someone else killed it, or it ended by itself): there is
+  // nothing left to act on, and a batch job's scancel or qdel would end the steps after it. (Ranks
+  // that outlive their launcher, still hung, are acted on as usual.)
+  const bool nothing_left = report.finding && report.finding->ended_during_checks && !any_rank_left(probe);
+  report.action_taken = nothing_left ? "none: the program had ended before its ranks were checked"
+                                     : describe_action(options, job, probe, report);
+  // Stopped at once, as they were found; the report and the mail then take their time.
+  if (!nothing_left && options.action == Action::Stop) probe.signal(SIGSTOP);
+  write_report(report, options.paths, log);
+  if (job.notify) job.notify(report);
+  if (nothing_left) {
     log.info("no action: the program had ended before its ranks were checked");
     return false;
   }
-  report.action_taken = describe_action(options, job, probe, report);
-  // Stopped at once, as they were found; the report and the mail then take their time.
-  if (options.action == Action::Stop) probe.signal(SIGSTOP);
-  write_report(report, options.paths, log);
-  if (job.notify) job.notify(report);
   switch (options.action) {
     case Action::Kill: {
       const int killed = job.terminate(options.grace);
