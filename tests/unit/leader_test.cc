@@ -15,12 +15,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "network/monitors.h"
 #include "node/node_worker.h"
+#include "support/mpi_job.h"
 #include "watch/leader.h"
 
 namespace parastack::watch {
@@ -163,22 +163,12 @@ void lead_scripted(
   led.report_text.assign(std::istreambuf_iterator<char>(in), {});
 }
 
-struct ScratchDir {
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "parastack-leader-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp " + pattern + " failed");
-    path = pattern;
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
-
 // The control: a hang that stays is acted on once (the job is ended), and its report names rank 2.
 TEST(Leader, ScriptedHangThatStaysIsActedOn) {
-  ScratchDir dir;
+  testing::TempDir dir;
   ScriptedWorker worker({{"a", 4, true, 0}});
   Led led;
-  lead_scripted(worker, dir.path, led);
+  lead_scripted(worker, dir.path(), led);
   ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
   EXPECT_EQ(led.terminations, 1);
   EXPECT_EQ(led.notifications, 1);
@@ -193,10 +183,10 @@ TEST(Leader, ScriptedHangThatStaysIsActedOn) {
 // it. The next program of the job is watched as usual.
 TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
   for (const int ends_at_check : {1, 2}) {
-    ScratchDir dir;
+    testing::TempDir dir;
     ScriptedWorker worker({{"a", 4, true, ends_at_check}, {"b", 1.5, false, 0}});
     Led led;
-    lead_scripted(worker, dir.path, led);
+    lead_scripted(worker, dir.path(), led);
     EXPECT_EQ(led.outcome, Outcome::Ended) << led.log;
     EXPECT_EQ(led.terminations, 0) << led.log;
     EXPECT_TRUE(worker.signals().empty()) << "a signal was sent to the ended program's ranks";
@@ -215,10 +205,10 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
 // makes no call that would tell it its launcher is gone): the type is undetermined, and the ranks
 // are acted on all the same.
 TEST(Leader, ScriptedRanksThatOutliveTheirLauncherUnderTheChecksAreActedOn) {
-  ScratchDir dir;
+  testing::TempDir dir;
   ScriptedWorker worker({{"a", 4, true, 0}});
   Led led;
-  lead_scripted(worker, dir.path, led, [&worker] { return worker.checks() < 1; });
+  lead_scripted(worker, dir.path(), led, [&worker] { return worker.checks() < 1; });
   ASSERT_EQ(led.outcome, Outcome::Hang) << led.log;
   EXPECT_EQ(led.terminations, 1) << led.log;
   ASSERT_FALSE(led.json().is_discarded()) << led.log;

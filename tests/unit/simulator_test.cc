@@ -194,29 +194,23 @@ TEST(Simulator, AJobThatEndsBeforeItsRanksAreCheckedHasAHangOfUndeterminedType) 
   EXPECT_EQ(found->faulty_ranks, std::vector<int>{17});
   ASSERT_EQ(found->checks.size(), static_cast<std::size_t>(config.identification_rounds));
 
-  // The same watch, the job ending after the first two of the checks (0.2 s apart), or before any.
-  for (const double ends_after : {2.5 * config.identification_spacing, 0.5 * config.identification_spacing}) {
-    HeldDeadlockProbe ends(job, found->confirmed_at + ends_after, 1e18);
-    const auto cut = stats::Watchdog(config, shape.ranks, 7).watch(ends);
-    ASSERT_TRUE(cut.has_value()) << ends_after;
-    EXPECT_EQ(cut->confirmed_at, found->confirmed_at);
-    EXPECT_EQ(cut->type(), stats::HangType::Undetermined) << ends_after;
-    EXPECT_TRUE(cut->faulty_ranks.empty());
-    EXPECT_EQ(cut->checks.size(), ends_after > 2 * config.identification_spacing ? 2u : 0u);
-    EXPECT_EQ(stats::to_string(cut->type()), "undetermined");
-  }
-
-  // The ranks gone after two checks, or before any, and the probe has not noticed yet: a check
-  // samples nobody. Checks of no rank would have named a "communication error" (no rank was
-  // persistently outside MPI), or the rank seen out in the checks before the job's end.
-  for (const double gone_after : {2.5 * config.identification_spacing, 0.5 * config.identification_spacing}) {
-    HeldDeadlockProbe unnoticed(job, 1e18, 1e18, found->confirmed_at + gone_after);
-    const auto gone = stats::Watchdog(config, shape.ranks, 7).watch(unnoticed);
-    ASSERT_TRUE(gone.has_value()) << gone_after;
-    EXPECT_EQ(gone->confirmed_at, found->confirmed_at);
-    EXPECT_EQ(gone->type(), stats::HangType::Undetermined) << gone_after;
-    EXPECT_TRUE(gone->faulty_ranks.empty());
-    EXPECT_EQ(gone->checks.size(), gone_after > 2 * config.identification_spacing ? 2u : 0u);
+  // The same watch, the job ending after the first two of the checks (0.2 s apart), or before any;
+  // the probe saying so, or not yet (its ranks gone: a check samples nobody). Checks of no rank
+  // would name a "communication error" (no rank persistently outside MPI), or the rank seen out
+  // in the checks before the job's end.
+  for (const bool noticed : {true, false}) {
+    for (const double ends_after : {2.5 * config.identification_spacing, 0.5 * config.identification_spacing}) {
+      SCOPED_TRACE((noticed ? "noticed, ends after " : "unnoticed, ends after ") + std::to_string(ends_after));
+      const double end = found->confirmed_at + ends_after;
+      HeldDeadlockProbe ends(job, noticed ? end : 1e18, 1e18, noticed ? 1e18 : end);
+      const auto cut = stats::Watchdog(config, shape.ranks, 7).watch(ends);
+      ASSERT_TRUE(cut.has_value());
+      EXPECT_EQ(cut->confirmed_at, found->confirmed_at);
+      EXPECT_EQ(cut->type(), stats::HangType::Undetermined);
+      EXPECT_TRUE(cut->faulty_ranks.empty());
+      EXPECT_EQ(cut->checks.size(), ends_after > 2 * config.identification_spacing ? 2u : 0u);
+      EXPECT_EQ(stats::to_string(cut->type()), "undetermined");
+    }
   }
 }
 
