@@ -35,6 +35,19 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
          name(evidence.to);
 }
 
+// Which rank a debugger holds now, or held since the probe was last asked; nullopt if none.
+std::optional<std::string> held_by_debugger(JobProbe& probe) {
+  const auto held = probe.held_ranks();
+  if (held.empty()) return std::nullopt;
+  const HeldRank& first = held.front();
+  std::string evidence =
+      "rank " + std::to_string(first.rank) +
+      (first.tracer != 0 ? " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")"
+                         : " was held by a debugger during the samples");
+  if (held.size() > 1) evidence += " and " + std::to_string(held.size() - 1) + " more";
+  return evidence;
+}
+
 }  // namespace
 
 std::vector<RankState> JobProbe::all_states(int rank_count) {
@@ -133,7 +146,9 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   // Another set's verification has just seen the job move, after this streak began: the job was
   // not hung then, whatever this set's stale evidence says.
   if (job_moved_at_ > decision.onset()) {
-    Alarm alarm{decision, true, false, "the job moved at " + std::to_string(job_moved_at_) + " s (another set)"};
+    Alarm alarm{.decision = decision,
+                .slowdown = true,
+                .evidence = "the job moved at " + std::to_string(job_moved_at_) + " s (another set)"};
     if (hooks.on_alarm) hooks.on_alarm(alarm);
     model_.resume_after_slowdown(set, job_moved_at_);
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= job_moved_at_; });
@@ -149,8 +164,23 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= verified->progress_at; });
     return std::nullopt;
   }
+  HangFinding finding = identify(probe, decision);
+  // Someone took ranks into a debugger while they were checked (a person looking at the hung job):
+  // as in verification, a held job is not judged and nothing is done to it. A hang that is still
+  // there once they are let go is found again.
+  if (auto held = held_by_debugger(probe)) {
+    Alarm alarm{.decision = decision,
+                .slowdown = true,
+                .held = true,
+                .withdrawn = true,
+                .evidence = *held + " (taken while all ranks were checked)"};
+    if (hooks.on_alarm) hooks.on_alarm(alarm);
+    model_.resume_after_slowdown(set);
+    streak.clear();
+    return std::nullopt;
+  }
   last_alarm_set_ = set;
-  return std::optional<HangFinding>{identify(probe, decision)};
+  return std::optional<HangFinding>{std::move(finding)};
 }
 
 double Watchdog::evidence_complete_at(const Decision& decision) const {
@@ -184,7 +214,7 @@ double Watchdog::evidence_complete_at(const Decision& decision) const {
 
 std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const WatchdogHooks& hooks,
                                                    const Decision& decision) {
-  Verified result{Alarm{decision, false, false, {}}};
+  Verified result{Alarm{.decision = decision, .evidence = {}}};
   Alarm& alarm = result.alarm;
   const int set = decision.observation.set;
   const auto& streak = streak_samples_[set];
@@ -258,13 +288,9 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   last_t_ = probe.now();
   // A rank under a debugger stops its peers too, and looks exactly like a hang: someone is
   // looking at the job. Never kill it for that; the model starts again once the rank is released.
-  if (const auto held = probe.held_ranks(); !held.empty()) {
+  if (auto held = held_by_debugger(probe)) {
     alarm.slowdown = alarm.held = true;
-    const HeldRank& first = held.front();
-    alarm.evidence = "rank " + std::to_string(first.rank) +
-                     (first.tracer != 0 ? " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")"
-                                        : " was held by a debugger during the samples");
-    if (held.size() > 1) alarm.evidence += " and " + std::to_string(held.size() - 1) + " more";
+    alarm.evidence = std::move(*held);
     return result;
   }
   // The earliest counters read since the evidence began: the longest span to see writing in.

@@ -7,6 +7,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,12 +33,14 @@ using Clock = std::chrono::steady_clock;
 // One scripted MPI program of four ranks: healthy (0.1 s steps, 60 % compute) for `healthy_for`
 // seconds, then rank 2 spins outside MPI for ever while the others wait in MPI_Recv. It ends (every
 // rank gone) at the `ends_at_check`-th check of all ranks (the first all_states), or after
-// `healthy_for` when it never hangs.
+// `healthy_for` when it never hangs. From the first check on, a debugger may hold every rank for
+// `held_for` seconds (it cannot be sampled then, and held_ranks names its tracer).
 struct Program {
   std::string instance;
   double healthy_for = 0;
   bool hangs = true;
   int ends_at_check = 0;  // 0: never ends by itself while hung
+  double held_for = 0;
 };
 
 class ScriptedWorker final : public node::NodeWorker {
@@ -65,6 +69,7 @@ class ScriptedWorker final : public node::NodeWorker {
   std::vector<stats::RankState> all_states() override {
     ++checks_;
     if (program().hangs && program().ends_at_check > 0 && checks_ >= program().ends_at_check) ended_ = true;
+    if (program().held_for > 0 && !held_since_) held_since_ = Clock::now();
     std::vector<stats::RankState> states;
     for (int r = 0; r < kRanks; ++r) states.push_back(state_of(r).state);
     return states;
@@ -72,7 +77,11 @@ class ScriptedWorker final : public node::NodeWorker {
   std::vector<std::optional<std::uint64_t>> io_bytes() override {
     return std::vector<std::optional<std::uint64_t>>(kRanks, std::uint64_t{0});
   }
-  std::vector<node::HeldRank> held_ranks() override { return {}; }
+  std::vector<node::HeldRank> held_ranks() override {
+    std::vector<node::HeldRank> held;
+    for (int r = 0; held_now() && r < kRanks; ++r) held.push_back({r, 4242});
+    return held;
+  }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     for (int r = 0; r < kRanks; ++r) {
       const auto s = state_of(r);
@@ -86,6 +95,12 @@ class ScriptedWorker final : public node::NodeWorker {
   std::uint64_t samples_taken() const override { return samples_; }
 
   const std::vector<int>& signals() const { return signals_; }
+  // When the debugger let go of the ranks, if it held them.
+  std::optional<Clock::time_point> let_go() const {
+    if (!held_since_) return std::nullopt;
+    return *held_since_ +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(program().held_for));
+  }
   int checks() const { return checks_; }
   std::size_t programs_started() const { return current_ + (adopted_ ? 1 : 0); }
 
@@ -93,6 +108,7 @@ class ScriptedWorker final : public node::NodeWorker {
   static constexpr int kRanks = 4;
   const Program& program() const { return programs_[current_]; }
   double age() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  bool held_now() const { return let_go() && Clock::now() < *let_go(); }
   bool gone() {
     if (!program().hangs && age() > program().healthy_for) ended_ = true;
     return ended_;
@@ -102,6 +118,7 @@ class ScriptedWorker final : public node::NodeWorker {
     adopted_ = false;
     ended_ = false;
     checks_ = 0;
+    held_since_.reset();
   }
   std::vector<node::NodeRank> program_ranks() const {
     std::vector<node::NodeRank> ranks;
@@ -110,7 +127,7 @@ class ScriptedWorker final : public node::NodeWorker {
     return ranks;
   }
   stats::RankSnapshot state_of(int rank) {
-    if (gone()) return {};  // a gone rank cannot be sampled
+    if (gone() || held_now()) return {};  // a gone or held rank cannot be sampled
     const double t = age();
     if (program().hangs && t >= program().healthy_for) {
       if (rank == 2) return {stats::RankState::OutMpi, {}, 0x1000};
@@ -125,6 +142,7 @@ class ScriptedWorker final : public node::NodeWorker {
   std::size_t current_ = 0;
   bool adopted_ = false, ended_ = false;
   int checks_ = 0;
+  std::optional<Clock::time_point> held_since_;
   Clock::time_point started_ = Clock::now();
   std::vector<node::NodeRank> ranks_;
   std::vector<int> signals_;
@@ -134,6 +152,7 @@ class ScriptedWorker final : public node::NodeWorker {
 struct Led {
   Outcome outcome = Outcome::Ended;
   int terminations = 0, notifications = 0;
+  Clock::time_point terminated_at;
   std::string report_text, log;
   nlohmann::json json() const { return nlohmann::json::parse(report_text, nullptr, false); }
 };
@@ -153,7 +172,10 @@ void lead_scripted(
   options.paths = report_paths((dir / "report.json").string());
   JobControl control;
   control.running = std::move(running);
-  control.terminate = [&led](double) { return ++led.terminations, 0; };
+  control.terminate = [&led](double) {
+    led.terminated_at = Clock::now();
+    return ++led.terminations, 0;
+  };
   control.notify = [&led](const RunReport&) { ++led.notifications; };
   network::SoloMonitors monitors(worker, "scripted");
   RunReport report;
@@ -199,6 +221,38 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
     EXPECT_EQ(led.json()["action_taken"], "none: the program had ended before its ranks were checked");
     EXPECT_NE(led.log.find("no action: the program had ended"), std::string::npos) << led.log;
   }
+}
+
+// A debugger takes every rank while they are checked after a confirmed hang (a person looking at
+// the hung job): nothing is done to the job while it is held, not even a report of the hang. Once
+// it is let go, the hang that is still there is found again, and acted on.
+TEST(Leader, ScriptedRanksTakenByADebuggerUnderTheChecksAreLeftAloneWhileHeld) {
+  testing::TempDir dir;
+  ScriptedWorker worker({{"a", 4, true, 0, 3}});
+  Led led;
+  // The job's allocation ends after a minute (found again, it is acted on in about 10 s).
+  const auto end = Clock::now() + std::chrono::seconds(60);
+  lead_scripted(worker, dir.path(), led, [end] { return Clock::now() < end; });
+  ASSERT_EQ(led.outcome, Outcome::Hang) << "the hang was never acted on\n" << led.log;
+  ASSERT_TRUE(worker.let_go().has_value()) << "the ranks were never checked\n" << led.log;
+  EXPECT_EQ(led.terminations, 1) << led.log;
+  EXPECT_GE(led.terminated_at, *worker.let_go()) << "acted on while a debugger held the job\n" << led.log;
+  EXPECT_EQ(led.notifications, 1) << "the withdrawn hang was told\n" << led.log;
+  const std::string said =
+      "rank 0 is held by a debugger (traced by pid 4242) and 3 more (taken while all ranks were checked)";
+  EXPECT_NE(led.log.find(said + ": no hang is judged on it; watching on"), std::string::npos) << led.log;
+  std::size_t hangs = 0;
+  for (auto at = led.log.find("HANG detected"); at != std::string::npos; at = led.log.find("HANG detected", at + 1))
+    ++hangs;
+  EXPECT_EQ(hangs, 1u) << led.log;
+  ASSERT_FALSE(led.json().is_discarded()) << led.log;
+  EXPECT_EQ(led.json()["hang_type"], "computation") << led.log;
+  EXPECT_EQ(led.json()["faulty_ranks"], nlohmann::json::array({2}));
+  const nlohmann::json report = led.json();
+  const auto& model = report["model"];
+  const auto& evidence = model["slowdown_evidence"];
+  EXPECT_NE(std::find(evidence.begin(), evidence.end(), said), evidence.end()) << evidence;
+  EXPECT_LE(model["slowdowns"].get<int>(), model["alarms"].get<int>()) << "an alarm counted twice";
 }
 
 // The launcher ends under the checks (killed), but its ranks live on, still hung (a spinning rank

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "parastack/sim/campaign.h"
@@ -128,14 +129,15 @@ TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
 }
 
 // A deadlocked synthetic job watched by the real Watchdog, with one rank held by a debugger from
-// `held_from` on (never, by default).
+// `held_from` until `held_until`.
 class HeldDeadlockProbe : public stats::JobProbe {
  public:
   // From `unseen_from` no rank can be sampled (they are gone) while wait_until still accepts: the
   // probe has not noticed the end yet.
   HeldDeadlockProbe(const SyntheticJob& job, double end, double held_from,
-                    double unseen_from = std::numeric_limits<double>::infinity())
-      : job_(job), end_(end), held_from_(held_from), unseen_from_(unseen_from) {}
+                    double unseen_from = std::numeric_limits<double>::infinity(),
+                    double held_until = std::numeric_limits<double>::infinity())
+      : job_(job), end_(end), held_from_(held_from), held_until_(held_until), unseen_from_(unseen_from) {}
   double now() override { return t_; }
   bool wait_until(double t) override {
     t_ = std::max(t_, t);
@@ -148,13 +150,13 @@ class HeldDeadlockProbe : public stats::JobProbe {
   }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
   std::vector<stats::HeldRank> held_ranks() override {
-    if (t_ < held_from_) return {};
+    if (t_ < held_from_ || t_ >= held_until_) return {};
     return {{3, 4242}};
   }
 
  private:
   const SyntheticJob& job_;
-  double end_, held_from_, unseen_from_, t_ = 0;
+  double end_, held_from_, held_until_, unseen_from_, t_ = 0;
 };
 
 // A rank under a debugger stops its peers, which then look deadlocked: that is never a hang (a
@@ -177,6 +179,45 @@ TEST(Simulator, ARankHeldByADebuggerIsNeverAHang) {
   HeldDeadlockProbe free(job, 5000, 1e18);
   stats::Watchdog unheld(config, shape.ranks, 7);
   EXPECT_TRUE(unheld.watch(free).has_value()) << "the same job, not held, is a hang";
+}
+
+// A debugger takes a rank while all ranks are checked after a confirmed hang (a person looking at
+// the hung job): the confirmation is withdrawn, as an alarm on a held job is never judged, and
+// nothing is done to the job while it is held. Let go, a hang still there is found again.
+TEST(Simulator, ARankTakenByADebuggerWhileTheRanksAreCheckedWithdrawsTheHang) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob job(shape, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
+  const stats::WatchdogConfig config;
+  HeldDeadlockProbe free(job, 5000, 1e18);
+  const auto found = stats::Watchdog(config, shape.ranks, 7).watch(free);
+  ASSERT_TRUE(found.has_value());
+  // After the first of the checks, 0.2 s apart.
+  const double taken = found->confirmed_at + 1.5 * config.identification_spacing;
+
+  for (const double let_go : {1e18, taken + 30}) {
+    SCOPED_TRACE("let go at " + std::to_string(let_go));
+    std::vector<stats::Alarm> alarms;
+    stats::WatchdogHooks hooks;
+    hooks.on_alarm = [&](const stats::Alarm& alarm) { alarms.push_back(alarm); };
+    HeldDeadlockProbe held(job, 5000, taken, std::numeric_limits<double>::infinity(), let_go);
+    const auto again = stats::Watchdog(config, shape.ranks, 7).watch(held, hooks);
+    const auto withdrawn = std::find_if(alarms.begin(), alarms.end(), [](const auto& a) { return a.withdrawn; });
+    ASSERT_NE(withdrawn, alarms.end()) << "the confirmed hang was not withdrawn";
+    EXPECT_EQ(withdrawn->decision.observation.t, found->decision.observation.t);
+    EXPECT_TRUE(withdrawn->slowdown && withdrawn->held);
+    EXPECT_EQ(withdrawn->evidence,
+              "rank 3 is held by a debugger (traced by pid 4242) (taken while all ranks were checked)");
+    ASSERT_NE(withdrawn, alarms.begin());
+    EXPECT_FALSE(std::prev(withdrawn)->slowdown) << "raised as a hang first";
+    EXPECT_EQ(std::count_if(alarms.begin(), alarms.end(), [](const auto& a) { return a.withdrawn; }), 1);
+    if (let_go > 5000) {
+      EXPECT_FALSE(again.has_value()) << "a job held from the checks on was called hung";
+    } else {
+      ASSERT_TRUE(again.has_value()) << "the hang was not found again once the rank was let go";
+      EXPECT_GT(again->confirmed_at, let_go);
+      EXPECT_EQ(again->type(), stats::HangType::Communication);
+    }
+  }
 }
 
 // A job that ends between the hang's confirmation and the checks of all ranks that name the

@@ -307,7 +307,7 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
               d.stasis.early_streak, d.stasis.early_needed);
   };
   hooks.on_alarm = [&](const stats::Alarm& alarm) {
-    ++report.alarms;
+    if (!alarm.withdrawn) ++report.alarms;  // a withdrawn alarm was counted when it was raised
     if (alarm.slowdown) {
       ++report.slowdowns;
       if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);

@@ -136,7 +136,7 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
     if (hung) {
       outcome.hang_rejected += alarm.slowdown ? 1 : 0;
     } else {
-      ++outcome.healthy_alarms;
+      if (!alarm.withdrawn) ++outcome.healthy_alarms;  // counted when it was raised
       outcome.healthy_rejected += alarm.slowdown ? 1 : 0;
     }
   };

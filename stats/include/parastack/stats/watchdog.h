@@ -75,7 +75,10 @@ struct Alarm {
   Decision decision;      // the observation that completed the streak: t, q, k, I, onset
   bool slowdown = false;  // not a hang: the job moved (or a debugger holds a rank)
   bool held = false;      // a debugger holds a rank: the job is not judged while it does
-  std::string evidence;   // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
+  // The same alarm again, confirmed and then taken back: a debugger took ranks while all of them
+  // were being checked (held is then set). It is not a new alarm.
+  bool withdrawn = false;
+  std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
 
 // What kind of hang (§4): some ranks stuck outside MPI (a computation error, they are named), or
