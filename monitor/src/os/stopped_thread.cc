@@ -78,16 +78,22 @@ TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK,
 
 std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdentity& process, Tid tid) {
   const Pid pid = process.pid;
-  switch (ptrace_seize(tid)) {
+  const auto refused = [&] {
+    auto stat = read_thread_stat(pid, tid);
+    if (stat && stat->state == 'Z') return StopFailure::Zombie;
+    return explain_denied(pid);
+  };
+  PtraceStatus seized = ptrace_seize(tid);
+  // A tracer that let go between the refusal and the look at /proc (another watchdog's sample,
+  // microseconds long) leaves what reads as "not ours": one more try tells.
+  if (seized == PtraceStatus::Denied && refused() == StopFailure::Denied) seized = ptrace_seize(tid);
+  switch (seized) {
     case PtraceStatus::Ok:
       break;
     case PtraceStatus::Gone:
       return StopFailure::Exited;
-    case PtraceStatus::Denied: {
-      auto stat = read_thread_stat(pid, tid);
-      if (stat && stat->state == 'Z') return StopFailure::Zombie;
-      return explain_denied(pid);
-    }
+    case PtraceStatus::Denied:
+      return refused();
     case PtraceStatus::Failed:
       return StopFailure::Failed;
   }
