@@ -35,15 +35,20 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
          name(evidence.to);
 }
 
-// Which rank a debugger holds now, or held since the probe was last asked; nullopt if none.
-std::optional<std::string> held_by_debugger(JobProbe& probe) {
+// Which rank a debugger or a stop signal holds now, or held since the probe was last asked;
+// nullopt if none.
+std::optional<std::string> held_by_someone(JobProbe& probe) {
   const auto held = probe.held_ranks();
   if (held.empty()) return std::nullopt;
   const HeldRank& first = held.front();
-  std::string evidence =
-      "rank " + std::to_string(first.rank) +
-      (first.tracer != 0 ? " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")"
-                         : " was held by a debugger during the samples");
+  std::string evidence = "rank " + std::to_string(first.rank);
+  if (first.stopped) {
+    evidence += " was found stopped by a signal (kill -STOP, Ctrl-Z or a suspended job; kill -CONT resumes it)";
+  } else if (first.tracer != 0) {
+    evidence += " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")";
+  } else {
+    evidence += " was held by a debugger during the samples";
+  }
   if (held.size() > 1) evidence += " and " + std::to_string(held.size() - 1) + " more";
   return evidence;
 }
@@ -165,10 +170,10 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
     return std::nullopt;
   }
   HangFinding finding = identify(probe, decision);
-  // Someone took ranks into a debugger while they were checked (a person looking at the hung job):
-  // as in verification, a held job is not judged and nothing is done to it. A hang that is still
-  // there once they are let go is found again.
-  if (auto held = held_by_debugger(probe)) {
+  // Someone took ranks into a debugger, or stopped them, while they were checked (a person looking
+  // at the hung job): as in verification, a held job is not judged and nothing is done to it. A
+  // hang that is still there once they are let go is found again.
+  if (auto held = held_by_someone(probe)) {
     Alarm alarm{.decision = decision,
                 .slowdown = true,
                 .held = true,
@@ -286,9 +291,10 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   }
   io_after = probe.io_bytes();
   last_t_ = probe.now();
-  // A rank under a debugger stops its peers too, and looks exactly like a hang: someone is
-  // looking at the job. Never kill it for that; the model starts again once the rank is released.
-  if (auto held = held_by_debugger(probe)) {
+  // A rank under a debugger, or stopped by a signal, stops its peers too, and looks exactly like a
+  // hang: someone is looking at the job, or paused it. Never kill it for that; the model starts
+  // again once the rank is released.
+  if (auto held = held_by_someone(probe)) {
     alarm.slowdown = alarm.held = true;
     alarm.evidence = std::move(*held);
     return result;

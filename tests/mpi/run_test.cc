@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -483,6 +484,81 @@ TEST(Run, ARankHeldByADebuggerIsNeverAHang) {
     ASSERT_GE(count(), 2u) << tail(run.log());
   }
   ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+}
+
+// Stops processes with SIGSTOP for its lifetime, as kill -STOP does; it always continues them.
+class StoppedBySignal {
+ public:
+  explicit StoppedBySignal(std::vector<pid_t> pids) : pids_(std::move(pids)) {
+    for (pid_t pid : pids_) ::kill(pid, SIGSTOP);
+  }
+  ~StoppedBySignal() {
+    for (pid_t pid : pids_) ::kill(pid, SIGCONT);
+  }
+  StoppedBySignal(const StoppedBySignal&) = delete;
+  StoppedBySignal& operator=(const StoppedBySignal&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// The watchdog's clock (t=) of the debug log's decision lines from offset `from` on.
+std::vector<double> decision_times(const std::string& log, std::size_t from) {
+  std::vector<double> times;
+  for (auto at = log.find("debug: t=", from); at != std::string::npos; at = log.find("debug: t=", at + 1)) {
+    times.push_back(std::strtod(log.c_str() + at + 9, nullptr));
+  }
+  return times;
+}
+
+// Someone pauses a healthy job with SIGSTOP (a user freeing the machine for a while, Ctrl-Z, a
+// suspended job): its ranks stand still without being hung. One rank stopped makes its peers wait
+// for it as a hang would: every alarm says which rank is stopped, and none is judged. Every rank
+// stopped leaves nothing to judge (their samples are no evidence): no alarm at all, for 30 s of the
+// watchdog's clock, several times what a hang takes to be found. Continued, the job completes as it
+// would have. (Before, the paused job was killed as a hang.)
+TEST(Run, AJobPausedWithSigstopIsNeverAHang) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), "blocking", "100"}));
+  parastack::testing::await_models([&] { return run.log(); }, [&] { return run.process().running(); }, 40);
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 4; ++r) ranks.push_back(run.process().wait_ready_file("rank." + std::to_string(r), 30s));
+  const auto deadline = std::chrono::steady_clock::now() + 150s;
+  auto waiting = [&] { return run.process().running() && std::chrono::steady_clock::now() < deadline; };
+  {
+    const std::string said = "rank 2 was found stopped by a signal";
+    const std::size_t from = run.log().size();
+    const StoppedBySignal one({ranks[2]});
+    // Two alarms judged, so that the model went on watching after the first and could have
+    // confirmed a hang.
+    auto count = [&] {
+      const std::string log = run.log();
+      std::size_t n = 0;
+      for (auto at = log.find(said, from); at != std::string::npos; at = log.find(said, at + 1)) ++n;
+      return n;
+    };
+    while (count() < 2 && waiting()) std::this_thread::sleep_for(50ms);
+    ASSERT_GE(count(), 2u) << tail(run.log());
+  }
+  {
+    const std::size_t from = run.log().size();
+    const StoppedBySignal all(ranks);
+    auto watched_for = [&] {
+      const auto times = decision_times(run.log(), from);
+      return times.size() < 2 ? 0.0 : times.back() - times.front();
+    };
+    while (watched_for() < 30 && waiting()) std::this_thread::sleep_for(100ms);
+    ASSERT_GE(watched_for(), 30) << tail(run.log());
+    // At most the end of an alarm raised before (judged with rank 2 stopped, or every rank).
+    const std::string log = run.log();
+    for (auto at = log.find("alarm at", from); at != std::string::npos; at = log.find("alarm at", at + 1)) {
+      const std::string line = log.substr(at, log.find('\n', at) - at);
+      EXPECT_NE(line.find("was found stopped by a signal"), std::string::npos) << line;
+    }
+  }
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
   EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }

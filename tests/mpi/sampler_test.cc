@@ -507,6 +507,7 @@ TEST(Sampler, JobControlStoppedProcessStaysStopped) {
   StackSampler sampler;
   const auto s = sampler.sample(pid);
   EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
+  EXPECT_TRUE(s.job_control_stopped) << "a stopped process must be told from a running one";
   // Still stopped, as its owner left it. Detaching kicks a tracee whose group stop is in effect
   // awake so that it re-enters that stop (the kernel's __ptrace_unlink); /proc can show 'R' for
   // that moment, longer on a loaded machine, without a single user instruction running. So: it
@@ -516,6 +517,7 @@ TEST(Sampler, JobControlStoppedProcessStaysStopped) {
   EXPECT_FALSE(makes_progress(pid, 1s)) << "the stopped process ran after the sample";
   ASSERT_EQ(::kill(pid.value, SIGCONT), 0);
   EXPECT_TRUE(makes_progress(pid));
+  EXPECT_FALSE(sampler.sample(pid).job_control_stopped);
 }
 
 TEST(Sampler, ProcessHeldByADebuggerIsReportedAndReleasedLater) {

@@ -307,6 +307,54 @@ TEST_F(SlurmPlugin, ADeadlockIsReportedAsACommunicationError) {
   EXPECT_EQ(report["faulty_ranks"], json::array());
 }
 
+// A job that the scheduler suspends (scontrol suspend; gang scheduling and preemption do it) stands
+// still with its monitors, step by step: it is no hang, and once resumed it is watched as before:
+// a hang after the resume is found, with its rank, and the job cancelled.
+TEST_F(SlurmPlugin, ASuspendedJobIsNoHangAndIsWatchedOnceResumed) {
+  std::vector<std::string> args{"-n", "8", "-o", "suspend.out", "-e", "suspend.err", "--parastack=log-level=debug"};
+  // Unwatched after the resume, the job would complete: the test then fails, and ends.
+  args.push_back(solver_script(cluster(), "srun", 150, "spin", 5));
+  const auto id = cluster().submit(args);
+  const auto err = cluster().jobs() / "suspend.err";
+  testing::await_models([&] { return read_file(err); }, [&] { return cluster().job_active(id); }, 40);
+  auto await_state = [&](const std::string& state) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (cluster().job(id).state != state && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100ms);
+    }
+    return cluster().job(id).state;
+  };
+  const auto suspend = cluster().as_admin({"scontrol", "suspend", id});
+  ASSERT_EQ(suspend.status, 0) << suspend.err;
+  ASSERT_EQ(await_state("SUSPENDED"), "SUSPENDED") << cluster().job(id).record;
+  // Suspended for several times what a hang takes to be found.
+  std::this_thread::sleep_for(20s);
+  EXPECT_EQ(cluster().job(id).state, "SUSPENDED") << cluster().job(id).record;
+  const auto resume = cluster().as_admin({"scontrol", "resume", id});
+  ASSERT_EQ(resume.status, 0) << resume.err;
+  ASSERT_EQ(await_state("RUNNING"), "RUNNING") << cluster().job(id).record << read_file(err);
+  const std::size_t resumed_at = read_file(err).size();
+  // Watched again: samples taken after the resume.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (read_file(err).find("debug: t=", resumed_at) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(read_file(err).find("debug: t=", resumed_at), std::string::npos) << "no sample after the resume";
+  EXPECT_EQ(read_file(err).find("HANG"), std::string::npos) << read_file(err);
+  std::ofstream(cluster().jobs() / "fire.spin").put('\n');
+  const auto job = cluster().wait_ended(id, 300);
+  EXPECT_EQ(job.state, "CANCELLED") << job.record << read_file(err);
+  EXPECT_NE(job.record.find("Comment=parastack: hang"), std::string::npos) << job.record;
+  EXPECT_EQ(read_file(err).find("monitoring lost"), std::string::npos) << read_file(err);
+  std::ifstream in(cluster().jobs() / ("parastack-" + id + ".json"));
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << read_file(err);
+  EXPECT_EQ(report["hang_type"], "computation");
+  EXPECT_EQ(report["faulty_ranks"], json::array({5}));
+  expect_nothing_left(cluster(), id);
+}
+
 // `parastack run` in a batch job submitted with --parastack: the batch step's monitors already
 // watch it, and parastack run says so (two watchers both sample and both act). Not in a job
 // submitted without the option.

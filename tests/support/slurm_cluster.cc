@@ -107,17 +107,28 @@ void SlurmCluster::set_plugstack_text(const std::string& text) {
   std::ofstream(dir_ / "etc" / "plugstack.conf") << text;
 }
 
-SlurmCluster::Result SlurmCluster::as_user(const std::vector<std::string>& argv) const {
+namespace {
+SlurmCluster::Result run_in(const std::vector<std::string>& command, const std::vector<std::string>& environment,
+                            const std::filesystem::path& directory) {
   TempDir output;
-  std::vector<std::string> command{"runuser", "-u", user(), "--"};
-  command.insert(command.end(), argv.begin(), argv.end());
-  ChildProcess child(command, ChildOptions{environment_, (output.path() / "out").string(),
-                                           (output.path() / "err").string(), jobs().string()});
-  Result result;
+  ChildProcess child(command, ChildOptions{environment, (output.path() / "out").string(),
+                                           (output.path() / "err").string(), directory.string()});
+  SlurmCluster::Result result;
   result.status = child.wait_exit(120s);
   result.out = read_file(output.path() / "out");
   result.err = read_file(output.path() / "err");
   return result;
+}
+}  // namespace
+
+SlurmCluster::Result SlurmCluster::as_user(const std::vector<std::string>& argv) const {
+  std::vector<std::string> command{"runuser", "-u", user(), "--"};
+  command.insert(command.end(), argv.begin(), argv.end());
+  return run_in(command, environment_, jobs());
+}
+
+SlurmCluster::Result SlurmCluster::as_admin(const std::vector<std::string>& argv) const {
+  return run_in(argv, environment_, jobs());
 }
 
 std::unique_ptr<ChildProcess> SlurmCluster::start_as_user(const std::vector<std::string>& argv, const std::string& out,

@@ -48,6 +48,8 @@ class SlurmCluster {
     std::string out, err;
   };
   Result as_user(const std::vector<std::string>& argv) const;
+  // The same as root, Slurm's administrator (scontrol suspend, resume).
+  Result as_admin(const std::vector<std::string>& argv) const;
   // The same, running on while the test goes on (srun, salloc): stdout and stderr to jobs()/out,
   // jobs()/err. The process (and whatever it left) ends with the returned object.
   std::unique_ptr<ChildProcess> start_as_user(const std::vector<std::string>& argv, const std::string& out,

@@ -177,7 +177,7 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
     case Request::HeldRanks: {
       const auto held = worker.held_ranks();
       out.u32(static_cast<std::uint32_t>(held.size()));
-      for (const auto& h : held) out.i32(h.local).i32(h.tracer);
+      for (const auto& h : held) out.i32(h.local).i32(h.tracer).u8(h.stopped ? 1 : 0);
       break;
     }
     case Request::GatherStacks: {
@@ -327,10 +327,13 @@ std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply) {
 
 std::vector<node::HeldRank> decode_held(std::string_view reply) {
   WireReader in(reply);
-  std::vector<node::HeldRank> held(in.count(4 + 4));
+  std::vector<node::HeldRank> held(in.count(4 + 4 + 1));
   for (auto& h : held) {
     h.local = in.i32();
     h.tracer = in.i32();
+    const auto stopped = in.u8();
+    if (stopped > 1) throw WireError("bad stopped flag of a held rank");
+    h.stopped = stopped == 1;
   }
   in.finish();
   return held;

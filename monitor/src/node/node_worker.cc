@@ -59,6 +59,12 @@ namespace {
 
 os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid}, rank.start_ticks}; }
 
+// Stopped by a signal now (state T), read without stopping it.
+bool stopped_now(const os::ProcessIdentity& process) {
+  const auto stat = os::read_stat(process.pid);
+  return stat && stat->start_ticks == process.start_ticks && stat->state == 'T';
+}
+
 }  // namespace
 
 std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<int>& local,
@@ -79,6 +85,8 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
     }
     // One a debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
     if (failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local[i]);
+    // So is one stopped by a signal: someone paused it (kill -STOP, Ctrl-Z, a suspended job).
+    if (samples[i].job_control_stopped) seen_stopped_.insert(local[i]);
   }
   return samples;
 }
@@ -95,7 +103,9 @@ std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>
   states.reserve(local.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     // A rank that could not be sampled (exited, denied, held) is no evidence either way: Unknown.
-    if (samples[i].failure) {
+    // Nor is a stopped one: a paused job stands still without being hung, and what its samples
+    // would teach the model (stillness) is not how it runs.
+    if (samples[i].failure || samples[i].job_control_stopped) {
       states.emplace_back();
       continue;
     }
@@ -135,7 +145,9 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
   // within a moment was sampling (another watchdog), not holding (sampler::lasting_tracers). A rank
   // let go a moment ago counts too: the still samples its peers gave while it was held (the streak
   // that raised the alarm) are no evidence of a hang (bench/faults.sh section 7 saw gdb detach
-  // between the streak and this check, and the job was called hung).
+  // between the streak and this check, and the job was called hung). The same for a rank stopped
+  // by a signal: whoever stopped it paused the job (its peers wait for it), and a stop cannot be
+  // told from a hang by the stacks alone.
   std::vector<HeldRank> held;
   std::vector<os::ProcessIdentity> processes;
   processes.reserve(ranks_.size());
@@ -147,9 +159,12 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
       held.push_back({local, tracers[i]});
     } else if (seen_held_.contains(local)) {
       held.push_back({local, 0});
+    } else if (seen_stopped_.contains(local) || stopped_now(processes[i])) {
+      held.push_back({local, 0, true});
     }
   }
   seen_held_.clear();
+  seen_stopped_.clear();
   return held;
 }
 

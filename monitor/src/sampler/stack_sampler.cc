@@ -192,6 +192,7 @@ struct ThreadResult {
   std::optional<os::StopFailure> failure;
   Unwound unwound;
   std::chrono::nanoseconds stopped{0};
+  bool job_control_stopped = false;
 };
 
 // Stops one thread, takes what the path needs, resumes it.
@@ -207,6 +208,7 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
       return result;
     }
     auto& thread = std::get<os::StoppedThread>(stopped);
+    result.job_control_stopped = thread.job_control_stopped();
     if (os::ptrace_get_regs(tid, capture.regs) != os::PtraceStatus::Ok) {
       result.failure = os::StopFailure::Exited;
       return result;  // thread's destructor detaches
@@ -313,6 +315,7 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
   for (const os::Tid tid : threads) {
     ThreadResult thread = sample_thread(image, tid, options);
     sample.stopped += thread.stopped;
+    sample.job_control_stopped |= thread.job_control_stopped;
     if (thread.failure) {
       // A helper thread that exits is no news; the main thread failing is the sample's failure.
       if (tid == os::main_thread(pid)) sample.failure = thread.failure;

@@ -74,6 +74,9 @@ struct RankSample {
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;
   bool thread_multiple = false;
+  // Found stopped by a signal (kill -STOP, Ctrl-Z, a suspended job), and left so: its state is
+  // where it was stopped, not where it is going.
+  bool job_control_stopped = false;
   std::chrono::nanoseconds stopped{0};      // how long the target was stopped, all threads
   std::chrono::nanoseconds monitor_cpu{0};  // the monitor's CPU time for this sample
 

@@ -22,10 +22,12 @@
 namespace parastack::stats {
 
 // What the watchdog needs from a job. Ranks are indices 0..rank_count-1 of the job's rank table.
-// A rank held by a process other than the monitors: a debugger (its TracerPid).
+// A rank held by someone other than the monitors: a debugger (its TracerPid), or a stop signal
+// (kill -STOP, Ctrl-Z, a suspended job).
 struct HeldRank {
-  int rank = 0;    // index in the job's rank table
-  int tracer = 0;  // the pid that traces it; 0: free now, but held during the samples since the last alarm
+  int rank = 0;          // index in the job's rank table
+  int tracer = 0;        // the pid that traces it; 0: free now, but held during the samples since the last alarm
+  bool stopped = false;  // stopped by a signal, not traced (tracer is 0); now or since the last alarm
 };
 
 class JobProbe {
