@@ -472,12 +472,7 @@ TEST(Run, ARankHeldByADebuggerIsNeverAHang) {
     // Held until parastack has raised an alarm and judged it: two, so that the model went on
     // watching after the first and could have confirmed a hang.
     const auto deadline = std::chrono::steady_clock::now() + 120s;
-    auto count = [&] {
-      const std::string log = run.log();
-      std::size_t n = 0;
-      for (auto at = log.find(said); at != std::string::npos; at = log.find(said, at + 1)) ++n;
-      return n;
-    };
+    auto count = [&] { return parastack::testing::occurrences(run.log(), said); };
     while (count() < 2 && run.process().running() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(50ms);
     }
@@ -532,12 +527,7 @@ TEST(Run, AJobPausedWithSigstopIsNeverAHang) {
     const StoppedBySignal one({ranks[2]});
     // Two alarms judged, so that the model went on watching after the first and could have
     // confirmed a hang.
-    auto count = [&] {
-      const std::string log = run.log();
-      std::size_t n = 0;
-      for (auto at = log.find(said, from); at != std::string::npos; at = log.find(said, at + 1)) ++n;
-      return n;
-    };
+    auto count = [&] { return parastack::testing::occurrences(run.log(), said, from); };
     while (count() < 2 && waiting()) std::this_thread::sleep_for(50ms);
     ASSERT_GE(count(), 2u) << tail(run.log());
   }

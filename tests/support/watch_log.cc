@@ -7,6 +7,12 @@
 
 namespace parastack::testing {
 
+std::size_t occurrences(const std::string& log, const std::string& text, std::size_t from) {
+  std::size_t n = 0;
+  for (auto at = log.find(text, from); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+  return n;
+}
+
 bool models_hold(const std::string& log, int samples) {
   // How many sets the watchdog samples (small jobs are one set of every rank), from its own line.
   static const std::regex sets_line(R"(sampling (\d+) set\(s\) of)");

@@ -8,6 +8,9 @@
 
 namespace parastack::testing {
 
+// How many times `text` occurs in `log` from offset `from` on (alarms said, hangs detected).
+std::size_t occurrences(const std::string& log, const std::string& text, std::size_t from = 0);
+
 // Whether every sampled set's model holds at least `samples` samples, from the debug log's decision lines
 // ("set=N S=... model_samples=K").
 bool models_hold(const std::string& log, int samples);
