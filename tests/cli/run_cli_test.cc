@@ -64,6 +64,21 @@ TEST(RunMisuse, ACommandThatIsNotAnMpiJob) {
   EXPECT_NE(result.err.find("no MPI rank appeared under 'sleep' within 1 s"), std::string::npos) << result.err;
 }
 
+// Inside a batch job that pbs_parastack (or the SPANK plugin) already watches, `parastack run`
+// says it is a second watchdog: the job's environment names the watched job, by its PBS id on
+// Torque. A job of another id is not this one.
+TEST(RunMisuse, InsideAJobAlreadyWatchedItSaysSo) {
+  TempDir dir;
+  const std::string warning = "job 7.server is already watched by parastack (sbatch --parastack or pbs_parastack)";
+  for (const bool same : {true, false}) {
+    const auto result =
+        run_parastack({"run", "--startup-timeout", "1", "--", "sleep", "3"}, dir,
+                      {"PBS_JOBID=7.server", std::string("PARASTACK_WATCHED_JOB=") + (same ? "7.server" : "8.server")});
+    EXPECT_EQ(result.status, 5) << result.err;
+    EXPECT_EQ(result.err.find(warning) != std::string::npos, same) << result.err;
+  }
+}
+
 TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {
   TempDir dir;
   for (const auto& bad : std::vector<std::vector<std::string>>{{"--alpha", "2"},

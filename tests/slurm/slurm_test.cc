@@ -375,7 +375,7 @@ TEST_F(SlurmPlugin, ParastackRunInsideAWatchedBatchJobSaysTheJobIsWatchedTwice) 
     EXPECT_NE(read_file(cluster().jobs() / "twice.out").find("run-status=0"), std::string::npos)
         << read_file(cluster().jobs() / "twice.out");
     const std::string err = read_file(cluster().jobs() / "twice.err");
-    const std::string warning = "job " + id + " is already watched by parastack (sbatch --parastack)";
+    const std::string warning = "job " + id + " is already watched by parastack (sbatch --parastack or pbs_parastack)";
     EXPECT_EQ(err.find(warning) != std::string::npos, watched) << err;
     expect_nothing_left(cluster(), id);
   }
@@ -578,17 +578,8 @@ TEST_F(SlurmSteps, ConcurrentStepsGetNoDuplicateMonitors) {
       (cluster().bin() / "ps_solver").string() +
       " blocking 8 > /dev/null &\n"
       "srun --parastack --exact --mpi=pmix -n 2 " +
-      (cluster().bin() / "ps_solver").string() +
-      " blocking 8 > /dev/null &\n"
-      "# Observe (not wait): the most monitor steps seen at once while the two steps run.\n"
-      "most=0\n"
-      "while [ -n \"$(jobs -r)\" ]; do\n"
-      "  n=$(squeue -h -s -j $SLURM_JOB_ID -o %j | grep -c '^parastack$')\n"
-      "  [ $n -gt $most ] && most=$n\n"
-      "  sleep 0.2\n"
-      "done\n"
-      "wait\n"
-      "echo most-monitor-steps=$most\n";
+      (cluster().bin() / "ps_solver").string() + " blocking 8 > /dev/null &\n" +
+      SlurmCluster::most_monitor_steps_while_background_jobs_run() + "wait\necho most-monitor-steps=$most\n";
   for (const bool whole_job : {true, false}) {
     SCOPED_TRACE(whole_job ? "sbatch --parastack" : "sbatch");
     std::vector<std::string> args{"-n", "8", "-o", "steps.out", "-e", "steps.err"};

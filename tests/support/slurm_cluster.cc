@@ -94,13 +94,25 @@ SlurmCluster::~SlurmCluster() {
   fs::remove_all(scratch, ignored);
 }
 
-void SlurmCluster::set_plugstack(const std::string& plugin_arguments) {
+std::string SlurmCluster::plugstack_line(const std::string& plugin_arguments) const {
   const char* installed = std::getenv("PARASTACK_INSTALLED_PLUGIN");
   const std::string plugin = installed && *installed ? std::string(installed)
                                                      : (bin() / "parastack.so").string() +
                                                            " monitor=" + (bin() / "parastack-monitor").string();
-  std::ofstream(dir_ / "etc" / "plugstack.conf")
-      << "required " << plugin << (plugin_arguments.empty() ? "" : " " + plugin_arguments) << "\n";
+  return "required " + plugin + (plugin_arguments.empty() ? "" : " " + plugin_arguments) + "\n";
+}
+
+void SlurmCluster::set_plugstack(const std::string& plugin_arguments) {
+  std::ofstream(dir_ / "etc" / "plugstack.conf") << plugstack_line(plugin_arguments);
+}
+
+std::string SlurmCluster::most_monitor_steps_while_background_jobs_run() {
+  return "most=0\n"
+         "while [ -n \"$(jobs -r)\" ]; do\n"
+         "  n=$(squeue -h -s -j $SLURM_JOB_ID -o %j | grep -c '^parastack$')\n"
+         "  [ $n -gt $most ] && most=$n\n"
+         "  sleep 0.2\n"
+         "done\n";
 }
 
 void SlurmCluster::set_plugstack_text(const std::string& text) {

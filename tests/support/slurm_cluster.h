@@ -39,6 +39,7 @@ class SlurmCluster {
   // plugin and monitor, or, with PARASTACK_INSTALLED_PLUGIN=PATH in the environment (packaging/
   // test-packages.sh), the installed plugin with its own default monitor.
   void set_plugstack(const std::string& plugin_arguments);
+  std::string plugstack_line(const std::string& plugin_arguments) const;  // that line alone
   // plugstack.conf as a whole (other plugins, or none of parastack's).
   void set_plugstack_text(const std::string& text);
 
@@ -65,6 +66,9 @@ class SlurmCluster {
   bool job_active(const std::string& id) const;
   // The job's steps right now (squeue -s): "ID NAME" lines.
   std::string steps(const std::string& id) const;
+  // Shell lines for a job script: watch (not wait for) the script's background jobs, and leave in
+  // $most the most monitor steps (steps named parastack) the job had at once while they ran.
+  static std::string most_monitor_steps_while_background_jobs_run();
   // What the job left behind: the user's processes, and the job's cgroups. Empty when clean.
   std::vector<std::string> leftovers(const std::string& id) const;
 

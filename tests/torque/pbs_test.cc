@@ -38,6 +38,7 @@ using testing::SlurmCluster;
 
 const std::string kUser = SlurmCluster::user();
 const std::string kStandIn = PARASTACK_SOURCE_DIR "/tests/torque/standin";
+const std::string kSpankPbs = "required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n";
 
 std::string mailbox() { return read_file("/var/mail/" + kUser); }
 
@@ -346,7 +347,7 @@ class PbsOverSlurm : public ::testing::Test {
           0, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
               testing::test_program("libps_fault.so"), testing::test_program("ps_progress"), PARASTACK_PROGRESS_LIB});
       // spank_pbs gives jobs PBS_JOBID, PBS_O_WORKDIR... as a site running Slurm's qsub has it do.
-      cluster_->set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
+      cluster_->set_plugstack_text(kSpankPbs);
     } catch (const std::exception& e) {
       problem_ = e.what();
     }
@@ -529,6 +530,78 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
   EXPECT_EQ(report["faulty_ranks"], json::array({2}));
 }
 
+// A site with parastack's SPANK plugin beside the PBS front end: the plugin's copy in bin() and
+// plugstack.conf with both, as long as the object lives; then spank_pbs alone again.
+class PluginBesideSpankPbs {
+ public:
+  PluginBesideSpankPbs(SlurmCluster& cluster, const std::string& plugin_arguments) : cluster_(cluster) {
+#ifdef PARASTACK_SPANK_PLUGIN
+    fs::copy_file(PARASTACK_SPANK_PLUGIN, cluster.bin() / "parastack.so", fs::copy_options::overwrite_existing);
+    fs::permissions(cluster.bin() / "parastack.so", fs::perms::owner_all | fs::perms::group_read |
+                                                        fs::perms::group_exec | fs::perms::others_read |
+                                                        fs::perms::others_exec);
+#endif
+    cluster.set_plugstack_text(kSpankPbs + cluster.plugstack_line(plugin_arguments));
+  }
+  ~PluginBesideSpankPbs() { cluster_.set_plugstack_text(kSpankPbs); }
+  PluginBesideSpankPbs(const PluginBesideSpankPbs&) = delete;
+  PluginBesideSpankPbs& operator=(const PluginBesideSpankPbs&) = delete;
+
+ private:
+  SlurmCluster& cluster_;
+};
+
+// A site whose plugin watches every batch job (enable=all) and that offers pbs_parastack too: a
+// job submitted with pbs_parastack is watched once, by the plugin's monitors, and pbs_parastack
+// says so in one line. Two watchdogs would both sample the job and both act on a hang.
+TEST_F(PbsOverSlurm, AJobTheSitesPluginAlreadyWatchesGetsNoSecondWatchdog) {
+#ifndef PARASTACK_SPANK_PLUGIN
+  GTEST_SKIP() << "the SPANK plugin is not built here (no slurm/spank.h)";
+#endif
+  const PluginBesideSpankPbs site(cluster(), "enable=all");
+  cluster().script("both.sh", "#PBS -l nodes=1:ppn=4\n" + solver_body(cluster().bin(), 6, "", ""));
+  const auto submitted = cluster().as_user({pbs_parastack(), "both.sh"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  const auto job = cluster().wait_ended(id, 300);
+  const std::string out = read_file(cluster().jobs() / ("both.sh.o" + id));
+  const std::string err = read_file(cluster().jobs() / ("both.sh.e" + id));
+  EXPECT_NE(job.record.find("ExitCode=7:0"), std::string::npos) << job.record << err;
+  EXPECT_NE(out.find("solver-status=0"), std::string::npos) << out;
+  std::string monitors;
+  without_monitor_line(out, monitors);
+  EXPECT_EQ(monitors, "monitors-beside-it=1") << "the plugin's monitor alone\n" << out << err;
+  EXPECT_EQ(err, "pbs_parastack: job " + id +
+                     " is already watched by parastack (the site's Slurm plugin watches every job): no second "
+                     "watchdog is started, and the options given to pbs_parastack are not used\n");
+}
+
+// Inside a job pbs_parastack watches, the job's own `srun --parastack` steps start no monitors of
+// their own (the job's environment names the watched job, as the plugin's batch step does).
+TEST_F(PbsOverSlurm, AnSrunParastackStepInsideAWatchedJobStartsNoSecondWatchdog) {
+#ifndef PARASTACK_SPANK_PLUGIN
+  GTEST_SKIP() << "the SPANK plugin is not built here (no slurm/spank.h)";
+#endif
+  const PluginBesideSpankPbs site(cluster(), "");
+  cluster().script("step.sh",
+                   "#PBS -l nodes=1:ppn=4\nexport OMPI_MCA_mpi_yield_when_idle=1\n"
+                   "echo watched=$PARASTACK_WATCHED_JOB\n"
+                   "srun --parastack --mpi=pmix -n 2 " +
+                       (cluster().bin() / "ps_solver").string() + " blocking 8 > /dev/null &\n" +
+                       SlurmCluster::most_monitor_steps_while_background_jobs_run() +
+                       "wait $!\necho step-status=$? most-monitor-steps=$most\n");
+  const auto submitted = cluster().as_user({pbs_parastack(), "step.sh"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  const std::string id = first_line(submitted.out);
+  const auto job = cluster().wait_ended(id, 300);
+  const std::string out = read_file(cluster().jobs() / ("step.sh.o" + id));
+  const std::string err = read_file(cluster().jobs() / ("step.sh.e" + id));
+  EXPECT_EQ(job.state, "COMPLETED") << job.record << err;
+  EXPECT_NE(out.find("watched=" + id + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("step-status=0 most-monitor-steps=0"), std::string::npos) << out << err;
+  EXPECT_EQ(err, "");
+}
+
 // Two emulated nodes (tests/slurm/cluster.sh: each slurmd in namespaces of its own), -l nodes=2:ppn=4
 // through Slurm's qsub: one monitor on each node of the allocation (Slurm's qsub writes no node
 // file: the nodes come from SLURM_JOB_NODELIST), and the faulty rank, on the second node, is named
@@ -539,7 +612,7 @@ TEST(PbsOverSlurmOnTwoNodes, OneMonitorPerNodeNamesTheFaultyRankOnTheSecondNode)
   if (::access("/usr/bin/qsub", X_OK) != 0) GTEST_SKIP() << "no Slurm qsub (packaging/bootstrap.sh test installs it)";
   SlurmCluster cluster(2, {PBS_PARASTACK_BIN, PARASTACK_MONITOR_BIN, testing::test_program("ps_solver"),
                            testing::test_program("libps_fault.so")});
-  cluster.set_plugstack_text("required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so\n");
+  cluster.set_plugstack_text(kSpankPbs);
   const fs::path trigger = cluster.jobs() / "fire.two";
   cluster.script("two.sh",
                  "#PBS -l nodes=2:ppn=4\n"

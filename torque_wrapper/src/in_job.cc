@@ -294,6 +294,24 @@ void preload_progress_library(const std::vector<std::string>& monitor) {
   ::setenv("LD_PRELOAD", (library + (existing.empty() ? "" : ":" + existing)).c_str(), 1);
 }
 
+// The job id this job's environment says parastack already watches it under (the SPANK plugin of a
+// site that watches every job sets PARASTACK_WATCHED_JOB before the script starts), or "". Two
+// watchdogs on one job both sample it and both act on a hang: one is enough.
+std::string already_watched() {
+  const std::string watched = environment("PARASTACK_WATCHED_JOB");
+  if (watched.empty()) return {};
+  return watched == environment("SLURM_JOB_ID") || watched == environment("PBS_JOBID") ? watched : std::string{};
+}
+
+// Tells the script's own commands that this job is watched: `srun --parastack` starts no monitors
+// of its own, and `parastack run` says that it would be a second watchdog. The plugin compares
+// the value with the Slurm job id.
+void say_job_is_watched() {
+  std::string id = environment("SLURM_JOB_ID");
+  if (id.empty()) id = environment("PBS_JOBID");
+  if (!id.empty()) ::setenv("PARASTACK_WATCHED_JOB", id.c_str(), 1);
+}
+
 }  // namespace
 
 int run_in_job(const std::vector<std::string>& args) {
@@ -318,8 +336,15 @@ int run_in_job(const std::vector<std::string>& args) {
   InJobOptions options;
   try {
     options = parse_in_job(args);
-    start_monitors(monitors_command(options), fd);
-    preload_progress_library(options.monitor);
+    if (const std::string watcher = already_watched(); !watcher.empty()) {
+      std::cerr << "pbs_parastack: job " << watcher
+                << " is already watched by parastack (the site's Slurm plugin watches every job): no second "
+                   "watchdog is started, and the options given to pbs_parastack are not used\n";
+    } else {
+      start_monitors(monitors_command(options), fd);
+      preload_progress_library(options.monitor);
+      say_job_is_watched();
+    }
   } catch (const std::exception& e) {
     std::cerr << "pbs_parastack: " << e.what() << "; this job runs unwatched\n";
     std::cerr.flush();

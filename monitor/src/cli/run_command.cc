@@ -107,14 +107,18 @@ int run_watchdog(const RunOptions& options) {
   session.leading().startup_timeout = options.startup_timeout;
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
   install_signal_forwarding();
-  // The SPANK plugin names the batch job its monitors watch, every step of it included.
+  // The SPANK plugin and pbs_parastack name the batch job their monitors watch, every step of it
+  // included.
   const char* watched_job = std::getenv("PARASTACK_WATCHED_JOB");
   const char* slurm_job = std::getenv("SLURM_JOB_ID");
-  if (watched_job && slurm_job && std::string_view(watched_job) == slurm_job) {
+  const char* pbs_job = std::getenv("PBS_JOBID");
+  if (watched_job && *watched_job &&
+      ((slurm_job && std::string_view(watched_job) == slurm_job) ||
+       (pbs_job && std::string_view(watched_job) == pbs_job))) {
     log.warn(
-        "job {} is already watched by parastack (sbatch --parastack): two watchers both sample it and both act "
-        "on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
-        slurm_job);
+        "job {} is already watched by parastack (sbatch --parastack or pbs_parastack): two watchers both sample it "
+        "and both act on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
+        watched_job);
   }
 
   std::vector<std::string> command = options.command;
