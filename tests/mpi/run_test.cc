@@ -546,8 +546,11 @@ TEST(Run, AJobPausedWithSigstopIsNeverAHang) {
       const std::string line = log.substr(at, log.find('\n', at) - at);
       EXPECT_NE(line.find("was found stopped by a signal"), std::string::npos) << line;
     }
+    // The paused job is said to be unread, not silently unobserved.
+    EXPECT_NE(log.find("no sampled rank could be read for", from), std::string::npos) << tail(log);
   }
   ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_NE(run.log().find("the sampled ranks can be read again after"), std::string::npos) << tail(run.log());
   EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
   EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -25,6 +26,8 @@ using namespace std::chrono_literals;
 
 // When to tell the user that no model could be built yet (seconds of watching).
 constexpr double kUnbuiltWarning = 300;
+// How long no sampled rank can be read before the log says so.
+constexpr double kUnreadNotice = 10;
 
 // Whether a test could have fired at this decision, and the time since the previous one counted as
 // watched or not (RunReport::coverage).
@@ -282,6 +285,8 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
   struct Progress {
     double last_decision_t = 0;
     bool ready_logged = false, unbuilt_warned = false;
+    std::optional<double> unread_since;  // since when no sampled rank could be read
+    bool unread_said = false;
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
@@ -300,6 +305,25 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
           "no model after {:.0f} s (I = {} s): the sampled ranks' states do not vary randomly (for "
           "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
           d.observation.t, d.interval);
+    }
+    // A job whose ranks are all stopped (kill -STOP, a debugger) is not observed at all: said once
+    // it lasts, so that a paused job's log does not look like a watch that stopped.
+    if (d.verdict == stats::Verdict::Skipped) {
+      if (!progress->unread_since) progress->unread_since = d.observation.t;
+      if (!progress->unread_said && d.observation.t - *progress->unread_since >= kUnreadNotice) {
+        progress->unread_said = true;
+        log.info(
+            "no sampled rank could be read for {:.0f} s (stopped by a signal, held by a debugger, or ending): "
+            "nothing is judged until they can be; watching on",
+            d.observation.t - *progress->unread_since);
+      }
+    } else {
+      if (progress->unread_said) {
+        log.info("the sampled ranks can be read again after {:.0f} s; watching on",
+                 d.observation.t - *progress->unread_since);
+      }
+      progress->unread_since.reset();
+      progress->unread_said = false;
     }
     log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
               d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
