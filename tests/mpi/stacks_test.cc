@@ -3,7 +3,10 @@
 // render with Graphviz.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "support/mpi_job.h"
 
@@ -67,6 +70,54 @@ TEST(Stacks, TheOddRankOutIsAloneInItsEquivalenceClass) {
   const std::string dot = "dot -Tsvg " + (dir.path() / "stacks.dot").string() + " -o " + svg.string();
   ASSERT_EQ(std::system(dot.c_str()), 0) << "dot could not render the tree";
   EXPECT_NE(read_file(svg).find("<svg"), std::string::npos);
+}
+
+// A rank stopped by a signal (kill -STOP) is sampled where it stopped, said to be stopped, and left
+// stopped; `parastack stack` and `ranks` say the same.
+TEST(Stacks, ARankStoppedByASignalIsSaidToBeAndLeftStopped) {
+  MpiJob job(4, test_program("ps_target"), {"barrier", "compute"});
+  const auto ranks = job.wait_ready();
+  const pid_t computing = ranks.at(3).pid;
+  ASSERT_EQ(::kill(computing, SIGSTOP), 0);
+  struct Continue {
+    pid_t pid;
+    ~Continue() { ::kill(pid, SIGCONT); }
+  } continue_it{computing};
+  const auto state = [&] {
+    const std::string stat = read_file("/proc/" + std::to_string(computing) + "/stat");
+    const auto close = stat.rfind(')');
+    return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (state() != 'T' && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(state(), 'T');
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(stacks(job.launcher_pid(), "text", dir, out), 0) << read_file(dir.path() / "err");
+  EXPECT_NE(read_file(dir.path() / "err").find("parastack stacks: note: rank(s) 3: stopped by a signal"),
+            std::string::npos)
+      << read_file(dir.path() / "err");
+  EXPECT_NE(out.find("compute_kernel"), std::string::npos) << "its stack, where it stopped:\n" << out;
+  EXPECT_EQ(state(), 'T') << "left stopped";
+
+  const auto json_path = dir.path() / "stack.json";
+  ChildProcess stack({PARASTACK_BIN, "stack", "--pid", std::to_string(computing), "--json"},
+                     ChildOptions{{}, json_path.string(), (dir.path() / "stack.err").string(), {}});
+  ASSERT_EQ(stack.wait_exit(60s), 0) << read_file(dir.path() / "stack.err");
+  const auto sample = nlohmann::json::parse(read_file(json_path), nullptr, false);
+  ASSERT_FALSE(sample.is_discarded()) << read_file(json_path);
+  EXPECT_EQ(sample.value("stopped_by_signal", false), true) << sample.dump(2);
+
+  const auto ranks_path = dir.path() / "ranks.json";
+  ChildProcess listing({PARASTACK_BIN, "ranks", "--pid", std::to_string(job.launcher_pid()), "--json"},
+                       ChildOptions{{}, ranks_path.string(), (dir.path() / "ranks.err").string(), {}});
+  ASSERT_EQ(listing.wait_exit(60s), 0) << read_file(dir.path() / "ranks.err");
+  const auto listed = nlohmann::json::parse(read_file(ranks_path), nullptr, false);
+  ASSERT_TRUE(listed.is_array()) << read_file(ranks_path);
+  for (const auto& entry : listed) {
+    EXPECT_EQ(entry.value("stopped_by_signal", false), entry["rank"] == 3) << entry.dump();
+  }
+  EXPECT_EQ(state(), 'T') << "left stopped";
 }
 
 TEST(Stacks, NoRanksIsAClearError) {

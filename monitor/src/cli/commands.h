@@ -26,6 +26,12 @@ inline constexpr int kExitMonitoringLost = 6;  // parastack-monitor: a monitor s
 #endif
 inline constexpr const char* kSiteConfig = PARASTACK_SITE_CONFIG;
 
+// What `parastack stack` and `stacks` say of a process a sample found stopped by a signal: its
+// stack is where someone paused it, and the sample left it as it was.
+inline constexpr const char* kStoppedBySignal =
+    "stopped by a signal (kill -STOP, Ctrl-Z or a suspended job; kill -CONT resumes it): the stack is where "
+    "it stopped, and it is left stopped";
+
 // Which job a command looks at: exactly one of --slurm-job ID, --pbs-job ID, --pid LAUNCHER.
 class JobSelectorOptions {
  public:

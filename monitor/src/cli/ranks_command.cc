@@ -30,9 +30,11 @@ int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector)
           {"threads", rank.threads}, {"command", rank.command}, {"state", state}};
       if (rank.world_size > 0) entry["world_size"] = rank.world_size;
       if (!sample.mpi_function.empty()) entry["mpi_function"] = sample.mpi_function;
+      if (sample.job_control_stopped) entry["stopped_by_signal"] = true;
       out.push_back(std::move(entry));
     } else {
       if (!sample.mpi_function.empty()) state += " (" + sample.mpi_function + ")";
+      if (sample.job_control_stopped) state += ", stopped by a signal";
       std::printf("%6d %8d %8zu %-16s %-20s %s\n", rank.rank, rank.pid.value, rank.threads, rank.host.c_str(),
                   rank.instance.c_str(), state.c_str());
     }

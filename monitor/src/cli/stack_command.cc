@@ -38,12 +38,14 @@ int run_stack(const StackOptions& options) {
                        {"frames", frames}};
     if (!sample.mpi_function.empty()) out["mpi_function"] = sample.mpi_function;
     if (!sample.note.empty()) out["note"] = sample.note;
+    if (sample.job_control_stopped) out["stopped_by_signal"] = true;
     std::cout << out.dump(2) << "\n";
   } else {
     std::printf("pid %d: %s%s%s (stopped %.1f us)\n", options.pid, sample.describe().c_str(),
                 sample.mpi_function.empty() ? "" : " in ", sample.mpi_function.c_str(),
                 static_cast<double>(sample.stopped.count()) / 1000);
     if (!sample.note.empty() && !sample.failure) std::printf("note: %s\n", sample.note.c_str());
+    if (sample.job_control_stopped) std::printf("note: %s\n", kStoppedBySignal);
     for (std::size_t i = 0; i < sample.frames.size(); ++i) {
       const auto& f = sample.frames[i];
       std::printf("#%-3zu 0x%016llx %s (%s)\n", i, static_cast<unsigned long long>(f.address),
