@@ -595,6 +595,10 @@ TEST(Run, TwoWatchersOnOneJobDoNotTakeEachOtherForADebugger) {
   }
   EXPECT_GE(named, 1) << "no watcher named the hang";
   EXPECT_TRUE(run.process().descendants().empty());
+  // The inner one knows it is the second watcher and says so; the outer one is the first.
+  const std::string said = "this command is already watched by another parastack run (pid ";
+  EXPECT_NE(read_file(inner_log).find(said), std::string::npos) << tail(read_file(inner_log));
+  EXPECT_EQ(run.log().find(said), std::string::npos) << tail(run.log());
 }
 
 // A hang that begins within seconds of the start, before a model of the job could be built: rank 2

@@ -26,6 +26,19 @@ std::string recorded(const std::string& name) {
   return text.str();
 }
 
+// A process's identity handed to another process as text (--batch-script PID:START, a session
+// directory's PID.START): what is written reads back, and nothing else is taken for one.
+TEST(ProcParse, AnIdentityReadsBackAndNothingElseIsOne) {
+  const os::ProcessIdentity process{os::Pid{4242}, 123456789012ULL};
+  EXPECT_EQ(os::to_string(process), "4242:123456789012");
+  EXPECT_EQ(os::parse_identity(os::to_string(process)), process);
+  EXPECT_EQ(os::parse_identity(os::to_string(process, '.'), '.'), process);
+  for (const char* bad : {"", "4242", "4242:", ":5", "0:5", "4242:0", "-1:5", "4242:5x", "x4242:5", "4242.5",
+                          "4242:5:6", " 4242:5", "99999999999:5"}) {
+    EXPECT_EQ(os::parse_identity(bad), std::nullopt) << "'" << bad << "'";
+  }
+}
+
 TEST(ProcParse, ARealStatFile) {
   const auto stat = parse_stat(recorded("stat-cat.txt"));
   ASSERT_TRUE(stat);

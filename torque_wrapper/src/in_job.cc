@@ -139,8 +139,7 @@ std::vector<std::string> monitors_command(const InJobOptions& options) {
                                 "--map-by",     "ppr:1:node", "--bind-to", "none"};
   argv.insert(argv.end(), options.monitor.begin(), options.monitor.end());
   argv.insert(argv.end(), job.begin(), job.end());
-  argv.insert(argv.end(),
-              {"--batch-script", std::to_string(self->pid.value) + ":" + std::to_string(self->start_ticks)});
+  argv.insert(argv.end(), {"--batch-script", os::to_string(*self)});
   bool report_chosen = false;
   for (const auto& arg : options.monitor) report_chosen = report_chosen || arg.find("report=") != std::string::npos;
   if (!report_chosen) {

@@ -12,7 +12,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -220,22 +219,13 @@ void control_pbs_job(watch::JobControl& control, const std::string& job, const w
 // without the option: never end monitoring because of a process we cannot see.
 std::optional<os::ProcessIdentity> batch_script_on_this_node(const std::string& value, spdlog::logger& log) {
   if (value.empty()) return std::nullopt;
-  const auto whole_number = [](std::string_view text, auto& number) {
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    return error == std::errc{} && end == text.data() + text.size();
-  };
-  const std::string_view text = value;
-  const auto colon = text.find(':');
-  int pid = 0;
-  std::uint64_t start = 0;
-  if (colon == std::string_view::npos || !whole_number(text.substr(0, colon), pid) ||
-      !whole_number(text.substr(colon + 1), start) || pid <= 0 || start == 0) {
+  const auto script = os::parse_identity(value);
+  if (!script) {
     log.error("--batch-script {}: not PID:START; monitoring lasts until the job ends", value);
     return std::nullopt;
   }
-  const os::ProcessIdentity script{os::Pid{pid}, start};
-  if (!os::is_alive(script)) {
-    log.warn("the batch script (pid {}) is not on this node; monitoring lasts until the job ends", pid);
+  if (!os::is_alive(*script)) {
+    log.warn("the batch script (pid {}) is not on this node; monitoring lasts until the job ends", script->pid.value);
     return std::nullopt;
   }
   return script;

@@ -27,6 +27,7 @@
 #include "node/node_worker.h"
 #include "os/host.h"
 #include "os/launched_job.h"
+#include "os/proc.h"
 #include "parastack/stats/trace.h"
 #include "sampler/rank_discovery.h"
 #include "watch/leader.h"
@@ -35,6 +36,9 @@
 
 namespace parastack::cli {
 namespace {
+
+// The parastack run that watches a command, in that command's environment (PID:START).
+constexpr const char* kRunWatcherVariable = "PARASTACK_RUN_WATCHER";
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -120,6 +124,19 @@ int run_watchdog(const RunOptions& options) {
         "and both act on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
         watched_job);
   }
+
+  // One parastack run around another (a launcher alias wrapped twice, a script that adds its own):
+  // both would watch the job. Said, not refused: each watches correctly (see above).
+  if (const char* outer = std::getenv(kRunWatcherVariable)) {
+    if (const auto watcher = os::parse_identity(outer); watcher && os::is_alive(*watcher)) {
+      log.warn(
+          "this command is already watched by another parastack run (pid {}): two watchers both sample it and both "
+          "act on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
+          watcher->pid.value);
+    }
+  }
+  if (const auto self = os::identify(os::Pid{::getpid()}))
+    ::setenv(kRunWatcherVariable, os::to_string(*self).c_str(), 1);
 
   std::vector<std::string> command = options.command;
   if (options.mpi_progress) {

@@ -4,9 +4,12 @@
 
 #include <sys/types.h>
 
+#include <charconv>
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace parastack::os {
 
@@ -30,6 +33,28 @@ struct ProcessIdentity {
   std::uint64_t start_ticks = 0;
   auto operator<=>(const ProcessIdentity&) const = default;
 };
+
+// "PID:START" (or with another separator): how an identity is handed to another process, in an
+// option or an environment variable.
+inline std::string to_string(const ProcessIdentity& process, char separator = ':') {
+  return std::to_string(process.pid.value) + separator + std::to_string(process.start_ticks);
+}
+// The inverse, for a live process's identity (pid and start time both positive); nullopt for
+// anything else.
+inline std::optional<ProcessIdentity> parse_identity(std::string_view text, char separator = ':') {
+  const auto at = text.find(separator);
+  if (at == std::string_view::npos) return std::nullopt;
+  pid_t pid = 0;
+  std::uint64_t start = 0;
+  const char* end = text.data() + text.size();
+  const auto [after_pid, pid_error] = std::from_chars(text.data(), text.data() + at, pid);
+  const auto [after_start, start_error] = std::from_chars(text.data() + at + 1, end, start);
+  if (pid_error != std::errc() || after_pid != text.data() + at || start_error != std::errc() || after_start != end ||
+      pid <= 0 || start == 0) {
+    return std::nullopt;
+  }
+  return ProcessIdentity{Pid{pid}, start};
+}
 
 inline Tid main_thread(Pid pid) { return Tid{pid.value}; }
 inline std::string proc_dir(Pid pid) { return "/proc/" + std::to_string(pid.value); }

@@ -15,22 +15,6 @@ namespace {
 
 std::string prefix_here() { return "parastack-monitors." + host_name() + "." + std::to_string(::getuid()) + "."; }
 
-// "PID.START" into an identity; nullopt for anything else.
-std::optional<ProcessIdentity> parse_owner(std::string_view text) {
-  const auto dot = text.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  pid_t pid = 0;
-  std::uint64_t start = 0;
-  const char* end = text.data() + text.size();
-  const auto [after_pid, pid_error] = std::from_chars(text.data(), text.data() + dot, pid);
-  const auto [after_start, start_error] = std::from_chars(text.data() + dot + 1, end, start);
-  if (pid_error != std::errc() || after_pid != text.data() + dot || start_error != std::errc() || after_start != end ||
-      pid <= 0 || start == 0) {
-    return std::nullopt;
-  }
-  return ProcessIdentity{Pid{pid}, start};
-}
-
 }  // namespace
 
 std::string monitors_session_directory(const std::string& tmp, const ProcessIdentity& owner) {
@@ -52,7 +36,7 @@ int remove_stale_monitors_session_directories(const std::string& tmp) {
     const auto& entry = *it;
     const std::string name = entry.path().filename();
     if (name.rfind(prefix, 0) != 0) continue;
-    const auto owner = parse_owner(std::string_view(name).substr(prefix.size()));
+    const auto owner = parse_identity(std::string_view(name).substr(prefix.size()), '.');
     struct stat status {};
     // The name says whose; the inode must agree (anyone may create a name in /tmp).
     if (!owner || ::lstat(entry.path().c_str(), &status) != 0 || !S_ISDIR(status.st_mode) ||
