@@ -135,8 +135,9 @@ int run_watchdog(const RunOptions& options) {
           watcher->pid.value);
     }
   }
-  if (const auto self = os::identify(os::Pid{::getpid()}))
+  if (const auto self = os::identify(os::Pid{::getpid()})) {
     ::setenv(kRunWatcherVariable, os::to_string(*self).c_str(), 1);
+  }
 
   std::vector<std::string> command = options.command;
   if (options.mpi_progress) {
