@@ -24,6 +24,14 @@
 #     without --bug-rank), ps_poller (a code that never blocks in MPI) and hpcc (run again and
 #     again until the time is up); per run the parastack exit status and verdict, then
 #     "false alarms: N in H healthy job-hours".
+#  5. (only when asked: --sections stalls) healthy 4-rank ps_solver jobs whose random rank stands
+#     still once, STALL_AT seconds after its first MPI call, for each of STALL_SECONDS: kind
+#     `stall` sleeps outside MPI (a rank waiting on anything but MPI and the kernel), kind `kernel`
+#     waits uninterruptibly in the kernel (state D, as on a stalled NFS or Lustre mount). Per run
+#     the verdict (ran to completion, or killed as a hang); then per kind the longest stall the job
+#     survived and the shortest that was taken for a hang. A healthy job that stands still for
+#     longer than the detection time is a hang by this method (docs/statistics.md, Known limits);
+#     one held in the kernel never is.
 #
 # Every run has a time limit (a missed hang cannot block the script), and every process the script
 # starts carries PARASTACK_BENCH_TAG in its environment (mpirun hands it to the ranks), so the
@@ -31,7 +39,7 @@
 #
 # Usage: bench/watchdog.sh [options]   (each option also as the environment variable shown)
 #   --build DIR               BUILD_DIR            build directory                      build
-#   --sections LIST           SECTIONS             which of overhead,solver,apps,healthy  all four
+#   --sections LIST           SECTIONS             which of overhead,solver,apps,healthy,stalls  the first four
 #   --rounds N                ROUNDS               1: rounds (0 skips)                  3
 #   --iterations N            ITERATIONS           1: stencil iterations                150000
 #   --solver-runs N           SOLVER_RUNS          2: runs per (ranks, kind) (0 skips)  20
@@ -42,6 +50,9 @@
 #   --apps "P:R ..."          APPS                 3: program:ranks, program one of melt, peptide, hpcc
 #                                                  "melt:4 melt:8 peptide:4 peptide:8 hpcc:4"
 #   --app-fault-times "T ..." APP_FAULT_TIMES      3: fault times, seconds (T or LO-HI)  "5 60-90"
+#   --stall-kinds "K ..."     STALL_KINDS          5: stall, kernel                     "stall kernel"
+#   --stall-seconds "D ..."   STALL_SECONDS        5: how long each stall lasts          "1 2 3 4 5 8 15"
+#   --stall-at S              STALL_AT             5: when, after the first MPI call     20
 #   --healthy-minutes M       HEALTHY_MINUTES      4: minutes per healthy run (0 skips)  10
 #   --healthy "P:R ..."       HEALTHY              4: program:ranks, program one of melt, peptide,
 #                                                  heat, ps_poller, hpcc
@@ -75,6 +86,9 @@ APP_RUNS=${APP_RUNS:-1}
 APPS=${APPS:-"melt:4 melt:8 peptide:4 peptide:8 hpcc:4"}
 APP_FAULT_TIMES=${APP_FAULT_TIMES:-"5 60-90"}
 HEALTHY_MINUTES=${HEALTHY_MINUTES:-10}
+STALL_KINDS=${STALL_KINDS:-"stall kernel"}
+STALL_SECONDS=${STALL_SECONDS:-"1 2 3 4 5 8 15"}
+STALL_AT=${STALL_AT:-20}
 HEALTHY=${HEALTHY:-"melt:4 peptide:4 heat:4 ps_poller:4 hpcc:4"}
 DETECT_TIMEOUT=${DETECT_TIMEOUT:-300}
 HPCC_N=${HPCC_N:-6000}
@@ -100,6 +114,9 @@ while [ $# -gt 0 ]; do
     --apps) APPS=$2 ;;
     --app-fault-times) APP_FAULT_TIMES=$2 ;;
     --healthy-minutes) HEALTHY_MINUTES=$2 ;;
+    --stall-kinds) STALL_KINDS=$2 ;;
+    --stall-seconds) STALL_SECONDS=$2 ;;
+    --stall-at) STALL_AT=$2 ;;
     --healthy) HEALTHY=$2 ;;
     --detect-timeout) DETECT_TIMEOUT=$2 ;;
     --hpcc-n) HPCC_N=$2 ;;
@@ -462,4 +479,39 @@ if section healthy && awk -v m="$HEALTHY_MINUTES" 'BEGIN {exit !(m > 0)}'; then
   done
   echo
   echo "false alarms: $false_alarms in $(awk -v s="$job_seconds" 'BEGIN {printf "%.2f", s / 3600}') healthy job-hours"
+fi
+
+if section stalls; then
+  echo
+  echo "== 5. healthy 4-rank ps_solver jobs, one rank standing still once, ${STALL_AT} s after its first MPI call"
+  printf "| kind | stall s | rank | parastack exit | verdict |\n|---|---:|---:|---:|---|\n"
+  : >"$work/stalls.tsv"
+  run=0
+  for kind in $STALL_KINDS; do
+    for stall in $STALL_SECONDS; do
+      run=$((run + 1))
+      rank=$((RANDOM % 4))
+      dir=$work/stall$run
+      seconds=$(awk -v a="$STALL_AT" -v d="$stall" 'BEGIN {printf "%d", a + d + 20}')
+      watch "stall$run" "$((seconds + 120))" "$dir" mpirun --oversubscribe -np 4 -x LD_PRELOAD="$injector" \
+        -x PS_FAULT_KIND="$kind" -x PS_FAULT_RANK="$rank" -x PS_FAULT_AFTER_SECONDS="$STALL_AT" \
+        -x PS_FAULT_STALL_SECONDS="$stall" "$programs/ps_solver" blocking "$seconds"
+      read -r verdict type faulty _ < <(read_report "$dir/report.json")
+      came_through=0
+      case $verdict in
+        completed) verdict="ran to completion"; came_through=1 ;;
+        hang) verdict="killed as a hang: $type, faulty ${faulty}" ;;
+        *) [ "$status" = timeout ] && verdict="did not end in time (no verdict)" ;;
+      esac
+      [ -e "$dir/ready/fault.$rank" ] || verdict+=" (the stall never fired)"
+      [ "$left" -gt 0 ] && verdict+=" ($left processes left behind)"
+      echo "| $kind | $stall | $rank | $status | $verdict |"
+      printf '%s\t%s\t%s\n' "$kind" "$stall" "$came_through" >>"$work/stalls.tsv"
+    done
+  done
+  echo
+  awk -F'\t' '{ if ($3 == 1) { if (!($1 in ok) || $2 + 0 > ok[$1]) ok[$1] = $2 + 0 }
+                 else { if (!($1 in bad) || $2 + 0 < bad[$1]) bad[$1] = $2 + 0 }; kinds[$1] = 1 }
+       END { for (k in kinds) printf "%s: longest stall survived %s s, shortest taken for a hang %s\n", k,
+             (k in ok) ? ok[k] : "none", (k in bad) ? bad[k] " s" : "none" }' "$work/stalls.tsv"
 fi

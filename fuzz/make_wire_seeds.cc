@@ -36,7 +36,7 @@ class SeedWorker final : public node::NodeWorker {
     return {stats::RankState::InMpi, stats::RankState::OutMpi, stats::RankState::Unknown};
   }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {6976, std::uint64_t{1} << 33, std::nullopt}; }
-  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}}; }
+  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 4101, "node-a", "IN_MPI", "MPI_Allreduce", {}, {}, {}, {}},
                {1, 4102, "node-a", "OUT_MPI", "", {}, {}, {}, {}}};

@@ -44,6 +44,8 @@ std::optional<std::string> held_by_someone(JobProbe& probe) {
   std::string evidence = "rank " + std::to_string(first.rank);
   if (first.stopped) {
     evidence += " was found stopped by a signal (kill -STOP, Ctrl-Z or a suspended job; kill -CONT resumes it)";
+  } else if (first.in_kernel) {
+    evidence += " was found waiting in the kernel (state D: a stalled file system or device, not the application)";
   } else if (first.tracer != 0) {
     evidence += " is held by a debugger (traced by pid " + std::to_string(first.tracer) + ")";
   } else {
@@ -169,7 +171,15 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= verified->progress_at; });
     return std::nullopt;
   }
-  HangFinding finding = identify(probe, decision);
+  std::optional<Verified> moved;
+  HangFinding finding = identify(probe, *verified, moved);
+  if (moved) {
+    if (hooks.on_alarm) hooks.on_alarm(moved->alarm);
+    job_moved_at_ = std::min(moved->progress_at, probe.now());
+    model_.resume_after_slowdown(set, moved->progress_at);
+    std::erase_if(streak, [&](const Sampled& s) { return s.t <= moved->progress_at; });
+    return std::nullopt;
+  }
   // Someone took ranks into a debugger, or stopped them, while they were checked (a person looking
   // at the hung job): as in verification, a held job is not judged and nothing is done to it. A
   // hang that is still there once they are let go is found again.
@@ -219,7 +229,8 @@ double Watchdog::evidence_complete_at(const Decision& decision) const {
 
 std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const WatchdogHooks& hooks,
                                                    const Decision& decision) {
-  Verified result{Alarm{.decision = decision, .evidence = {}}};
+  Verified result;
+  result.alarm.decision = decision;
   Alarm& alarm = result.alarm;
   const int set = decision.observation.set;
   const auto& streak = streak_samples_[set];
@@ -291,6 +302,10 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   }
   io_after = probe.io_bytes();
   last_t_ = probe.now();
+  result.targets = targets;
+  result.last.reserve(targets.size());
+  for (const auto& rank_series : series) result.last.push_back(rank_series.back());
+  result.last_t = times.back();
   // A rank under a debugger, or stopped by a signal, stops its peers too, and looks exactly like a
   // hang: someone is looking at the job, or paused it. Never kill it for that; the model starts
   // again once the rank is released.
@@ -328,16 +343,29 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   return result;
 }
 
-HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
+HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::optional<Verified>& moved) {
   HangFinding finding;
-  finding.decision = decision;
+  finding.decision = verified.alarm.decision;
   finding.confirmed_at = last_t_;
+  const std::vector<int>& targets = verified.targets;
+  // The sampled ranks from verification's last look on, one column per check.
+  std::vector<std::vector<RankSnapshot>> series(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    series[i].push_back(i < verified.last.size() ? verified.last[i] : RankSnapshot{});
+  }
+  std::vector<double> times{verified.last_t};
   for (int c = 0; c < config_.identification_rounds; ++c) {
     if (!probe.wait_until(finding.confirmed_at + (c + 1) * config_.identification_spacing)) {
       finding.ended_during_checks = true;  // e.g. a second watchdog on the job acted first
       return finding;
     }
     auto states = probe.all_states(rank_count_);
+    // The sampled ranks once more, whole snapshots (a small job's are its every rank, twice: a
+    // check is about 20 us a rank).
+    auto now = probe.snapshot(targets);
+    times.push_back(probe.now());
+    now.resize(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(std::move(now[i]));
     // Not one rank could be sampled: they have all ended (a probe may notice that a little later:
     // `parastack run` looks once a second), and the checks taken were of dying ranks.
     if (std::all_of(states.begin(), states.end(), [](RankState s) { return s == RankState::Unknown; })) {
@@ -345,6 +373,18 @@ HangFinding Watchdog::identify(JobProbe& probe, const Decision& decision) {
       return finding;
     }
     finding.checks.push_back(std::move(states));
+  }
+  if (const auto progress = find_last_progress(series)) {
+    moved.emplace();
+    moved->alarm = Alarm{.decision = finding.decision,
+                         .slowdown = true,
+                         .withdrawn = true,
+                         .evidence = describe_progress(targets, *progress) + " (while all ranks were checked)"};
+    moved->progress_at = times[progress->at];
+    // It stood still from the evidence's onset at least: a freeze it came out of, which the next
+    // alarm's verification must outlast (WatchdogConfig::freeze_margin).
+    longest_healthy_freeze_ = std::max(longest_healthy_freeze_, moved->progress_at - finding.decision.onset());
+    return finding;
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
   return finding;

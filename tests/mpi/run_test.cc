@@ -556,6 +556,68 @@ TEST(Run, AJobPausedWithSigstopIsNeverAHang) {
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
+// The state letter of /proc/PID/stat ('?' when gone).
+char process_state(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// A rank waiting uninterruptibly in the kernel (state D), as a read from a stalled NFS or Lustre
+// mount does (here vfork's parent waits for its child, until the test lets it go): a ptrace stop
+// takes effect only when the wait ends. Before, the sample waited for it: the watch made no
+// decision at all for as long, and `parastack stack` did not return (nor heed Ctrl-C) until the
+// wait ended. Now the rank is left alone and said to be in the kernel; its peers' stillness is never
+// judged a hang (the file system is at fault, not the application, and a mount comes back), while
+// the watch goes on. Let go, the job completes as it would have.
+TEST(Run, ARankWaitingInTheKernelIsLeftAloneAndNeverAHang) {
+  TempDir release_dir;
+  const auto release = release_dir.path() / "release";
+  struct Release {  // whatever happens, the waiting rank is let go
+    std::filesystem::path path;
+    ~Release() { std::ofstream(path).put('\n'); }
+  } let_go{release};
+  Trigger trigger;
+  auto environment = trigger.fault("kernel", 2);
+  environment.push_back("PS_FAULT_RELEASE_FILE=" + release.string());
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), "blocking", "60"}, environment));
+  const pid_t waiting_rank = run.process().wait_ready_file("rank.2", 60s);
+  fire_when_model_ready(run, trigger);
+  run.process().wait_ready_file("fault.2", 60s);
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  auto waiting = [&] { return run.process().running() && std::chrono::steady_clock::now() < deadline; };
+  while (process_state(waiting_rank) != 'D' && waiting()) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(process_state(waiting_rank), 'D');
+  const std::size_t from = run.log().size();
+
+  const auto stack_out = run.dir() / "stack.out";
+  ChildProcess stack({PARASTACK_BIN, "stack", "--pid", std::to_string(waiting_rank)},
+                     ChildOptions{{}, stack_out.string(), (run.dir() / "stack.err").string(), {}});
+  EXPECT_EQ(stack.wait_exit(60s), 2) << "parastack stack waited for the rank\n" << read_file(stack_out);
+  EXPECT_NE(read_file(stack_out).find("waiting in the kernel (state D)"), std::string::npos) << read_file(stack_out);
+
+  // Two alarms, each saying why it is not judged, and the watch going on for 20 s of its clock,
+  // several times what a hang takes to be found.
+  const std::string said = "rank 2 was found waiting in the kernel (state D";
+  auto alarms = [&] { return parastack::testing::occurrences(run.log(), said, from); };
+  auto watched_for = [&] {
+    const auto times = decision_times(run.log(), from);
+    return times.size() < 2 ? 0.0 : times.back() - times.front();
+  };
+  while ((alarms() < 2 || watched_for() < 20) && waiting()) std::this_thread::sleep_for(50ms);
+  ASSERT_GE(alarms(), 2u) << tail(run.log());
+  ASSERT_GE(watched_for(), 20) << tail(run.log());
+  ASSERT_EQ(process_state(waiting_rank), 'D') << "the rank was let go before the test did";
+  // Warned once while it lasts; the alarms after it are debug lines.
+  EXPECT_EQ(parastack::testing::occurrences(run.log(), "warning: alarm at", from), 1u) << tail(run.log());
+
+  std::ofstream(release).put('\n');
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
+  EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+}
+
 // Two watchdogs on one job (`parastack run` inside a `--parastack` job, or run around another
 // parastack run): each one's samples hold a rank for microseconds, and the other's sample of that
 // rank must wait them out, not take them for a debugger holding the job (whose alarms are never

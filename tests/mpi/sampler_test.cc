@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -539,6 +541,36 @@ TEST(Sampler, ProcessHeldByADebuggerIsReportedAndReleasedLater) {
   ASSERT_EQ(::ptrace(PTRACE_INTERRUPT, pid.value, nullptr, nullptr), 0);
   ASSERT_EQ(::waitpid(pid.value, nullptr, __WALL), pid.value);
   ASSERT_EQ(::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr), 0);
+  EXPECT_EQ(settle(sampler, pid, RankState::OutMpi).state, RankState::OutMpi);
+  EXPECT_TRUE(makes_progress(pid));
+}
+
+// A process waiting uninterruptibly in the kernel (state D: a read from a stalled NFS or Lustre
+// mount) would stop only once the wait ends, and a seized process cannot be let go before it stops:
+// a sample would wait as long, hours on a dead mount. It is left alone (never seized: no tracer
+// shows), said to be in the kernel, and sampled as usual once the wait ends.
+TEST(Sampler, AProcessWaitingInTheKernelIsLeftAloneAndSampledOnceItReturns) {
+  testing::TempDir dir;
+  const auto release = dir.path() / "release";
+  struct Release {  // whatever happens, the waiting process is let go
+    std::filesystem::path path;
+    ~Release() { std::ofstream(path).put('\n'); }
+  } let_go{release};
+  testing::ChildProcess child({test_program("ps_nompi"), "kernel", release.string()});
+  child.wait_ready_file("nompi", 30s);
+  const os::Pid pid{child.pid()};
+  for (int i = 0; i < 5000 && os::read_stat(pid)->state != 'D'; ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_EQ(os::read_stat(pid)->state, 'D');
+  StackSampler sampler;
+  const auto once = sampler.sample(pid);
+  EXPECT_EQ(once.failure, os::StopFailure::InKernel) << once.describe();
+  EXPECT_EQ(once.describe(), "waiting in the kernel (state D)");
+  EXPECT_EQ(sampler.sample_many({*os::identify(pid)}).front().failure, os::StopFailure::InKernel);
+  EXPECT_EQ(os::read_status(pid)->tracer, 0) << "seized while it waited";
+  ASSERT_EQ(os::read_stat(pid)->state, 'D') << "let go before the test did";
+
+  std::ofstream(release).put('\n');
+  for (int i = 0; i < 5000 && os::read_stat(pid)->state == 'D'; ++i) std::this_thread::sleep_for(2ms);
   EXPECT_EQ(settle(sampler, pid, RankState::OutMpi).state, RankState::OutMpi);
   EXPECT_TRUE(makes_progress(pid));
 }

@@ -6,12 +6,18 @@
  *                              sleep     sleep forever outside MPI (a computation hang, idle)
  *                              deadlock  enter a receive nobody will ever match (communication)
  *                              slow      delay every MPI call for a while, then recover
+ *                              stall     sleep once outside MPI for a while, then go on (a rank
+ *                                        held up for a while: not a hang)
+ *                              kernel    wait once uninterruptibly in the kernel for a while (state
+ *                                        D, as a read from a stalled file system does), then go on
  *   PS_FAULT_AFTER_SECONDS=T   at the first intercepted MPI call T seconds after the rank's first
  *   PS_FAULT_AFTER_CALLS=N     ... or at its N-th intercepted call
  *   PS_FAULT_TRIGGER_FILE=F    ... or at the first intercepted call once file F exists (a test
  *                              creates it when it wants the fault: a condition, not a guess)
  *   PS_FAULT_SLOW_SECONDS=D    slow: how long (default 20)
  *   PS_FAULT_SLOW_MS=M         slow: CPU milliseconds added before each call (default 50)
+ *   PS_FAULT_STALL_SECONDS=D   stall, kernel: how long (default 5)
+ *   PS_FAULT_RELEASE_FILE=F    stall, kernel: instead, until file F exists (a test's condition)
  *
  * It defines no MPI_Init: the sampler finds the MPI library as the one that defines MPI_Init, and
  * the injected frames must lie outside it, as a bug in the application's code would. When it
@@ -21,21 +27,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clocks.h"
 #include "ready_file.h"
 
-enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW };
+enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW, STALL, KERNEL };
 
 static atomic_int configured; /* 0: not yet, 1: armed on this rank, 2: inactive */
 static enum kind kind = NONE;
-static double after_seconds = -1, slow_seconds = 20, slow_ms = 50, first_call;
+static double after_seconds = -1, slow_seconds = 20, slow_ms = 50, stall_seconds = 5, first_call;
 static long after_calls = -1;
 static const char* trigger_file;
+static const char* release_file;
 static atomic_long calls;
 static atomic_int fired;
+static atomic_int stalled;
 static double fired_at;
 static volatile double sink;
 
@@ -56,14 +65,19 @@ static void configure(void) {
            : strcmp(kind_text, "sleep") == 0    ? SLEEP
            : strcmp(kind_text, "deadlock") == 0 ? DEADLOCK
            : strcmp(kind_text, "slow") == 0     ? SLOW
+           : strcmp(kind_text, "stall") == 0    ? STALL
+           : strcmp(kind_text, "kernel") == 0   ? KERNEL
                                                 : NONE;
     if (kind == NONE) fprintf(stderr, "libps_fault: unknown PS_FAULT_KIND %s\n", kind_text);
     after_seconds = env_number("PS_FAULT_AFTER_SECONDS", -1);
     after_calls = (long)env_number("PS_FAULT_AFTER_CALLS", -1);
     trigger_file = getenv("PS_FAULT_TRIGGER_FILE");
     if (trigger_file && !*trigger_file) trigger_file = NULL;
+    release_file = getenv("PS_FAULT_RELEASE_FILE");
+    if (release_file && !*release_file) release_file = NULL;
     slow_seconds = env_number("PS_FAULT_SLOW_SECONDS", 20);
     slow_ms = env_number("PS_FAULT_SLOW_MS", 50);
+    stall_seconds = env_number("PS_FAULT_STALL_SECONDS", 5);
     first_call = now();
     if (kind != NONE && rank == atoi(rank_text)) state = 1;
   }
@@ -92,6 +106,29 @@ __attribute__((noinline)) static void injected_slowdown(void) {
     for (int i = 1; i < 2000; ++i) sink += 1.0 / i;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   } while ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec < end);
+}
+
+/* Resumed after a signal: the stack shows the same sleep throughout. */
+__attribute__((noinline)) static void injected_stall(void) {
+  if (release_file) {
+    while (access(release_file, F_OK) != 0) usleep(10000);
+    return;
+  }
+  struct timespec left = {.tv_sec = (time_t)stall_seconds,
+                          .tv_nsec = (long)((stall_seconds - (double)(time_t)stall_seconds) * 1e9)};
+  while (nanosleep(&left, &left) != 0) {
+  }
+}
+
+/* vfork's parent waits for its child in the kernel, uninterruptibly (state D) and beyond the reach
+ * of a ptrace stop, as a reader of a stalled NFS or Lustre mount does. */
+__attribute__((noinline)) static void injected_kernel_wait(void) {
+  const pid_t child = vfork();
+  if (child == 0) {
+    injected_stall();
+    _exit(0);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
 }
 
 static void announce(void) {
@@ -126,6 +163,12 @@ static void maybe_inject(void) {
       injected_deadlock();
     case SLOW:
       if (now() - fired_at < slow_seconds) injected_slowdown();
+      return;
+    case STALL:
+      if (atomic_exchange(&stalled, 1) == 0) injected_stall();
+      return;
+    case KERNEL:
+      if (atomic_exchange(&stalled, 1) == 0) injected_kernel_wait();
       return;
     case NONE:
       return;

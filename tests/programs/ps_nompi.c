@@ -2,8 +2,13 @@
  *
  *   ps_nompi spin       computes forever
  *   ps_nompi lost-stack spins with its stack pointer at an unmapped address (a rank that
- *                       corrupted its stack pointer): nothing can be read at it */
+ *                       corrupted its stack pointer): nothing can be read at it
+ *   ps_nompi kernel F   waits uninterruptibly in the kernel (state D, as a reader of a stalled
+ *                       NFS mount does: vfork's parent waits for its child) until file F exists,
+ *                       then spins */
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ready_file.h"
 
@@ -20,13 +25,25 @@ __attribute__((noreturn)) static void spin_without_a_stack(void) {
   __builtin_unreachable();
 }
 
+/* The child only makes system calls until it exits: all a vfork child may do. */
+static void wait_in_the_kernel_until(const char* file) {
+  const pid_t child = vfork();
+  if (child == 0) {
+    while (access(file, F_OK) != 0) usleep(10000);
+    _exit(0);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+}
+
 int main(int argc, char** argv) {
   const int lost_stack = argc >= 2 && strcmp(argv[1], "lost-stack") == 0;
-  if (argc < 2 || (!lost_stack && strcmp(argv[1], "spin") != 0)) {
-    fprintf(stderr, "usage: ps_nompi spin|lost-stack\n");
+  const int in_kernel = argc >= 3 && strcmp(argv[1], "kernel") == 0;
+  if (argc < 2 || (!lost_stack && !in_kernel && strcmp(argv[1], "spin") != 0)) {
+    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE\n");
     return 2;
   }
   write_ready_file("nompi");
   if (lost_stack) spin_without_a_stack();
+  if (in_kernel) wait_in_the_kernel_until(argv[2]);
   for (;;) spin_step();
 }

@@ -136,8 +136,8 @@ class HeldDeadlockProbe : public stats::JobProbe {
   // probe has not noticed the end yet.
   HeldDeadlockProbe(const SyntheticJob& job, double end, double held_from,
                     double unseen_from = std::numeric_limits<double>::infinity(),
-                    double held_until = std::numeric_limits<double>::infinity())
-      : job_(job), end_(end), held_from_(held_from), held_until_(held_until), unseen_from_(unseen_from) {}
+                    double held_until = std::numeric_limits<double>::infinity(), stats::HeldRank how = {3, 4242})
+      : job_(job), end_(end), held_from_(held_from), held_until_(held_until), unseen_from_(unseen_from), how_(how) {}
   double now() override { return t_; }
   bool wait_until(double t) override {
     t_ = std::max(t_, t);
@@ -151,12 +151,13 @@ class HeldDeadlockProbe : public stats::JobProbe {
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
   std::vector<stats::HeldRank> held_ranks() override {
     if (t_ < held_from_ || t_ >= held_until_) return {};
-    return {{3, 4242}};
+    return {how_};
   }
 
  private:
   const SyntheticJob& job_;
   double end_, held_from_, held_until_, unseen_from_, t_ = 0;
+  stats::HeldRank how_;
 };
 
 // A rank under a debugger stops its peers, which then look deadlocked: that is never a hang (a
@@ -179,6 +180,74 @@ TEST(Simulator, ARankHeldByADebuggerIsNeverAHang) {
   HeldDeadlockProbe free(job, 5000, 1e18);
   stats::Watchdog unheld(config, shape.ranks, 7);
   EXPECT_TRUE(unheld.watch(free).has_value()) << "the same job, not held, is a hang";
+}
+
+// The same for a rank waiting in the kernel (state D: a stalled NFS or Lustre mount): its peers wait
+// for it, and the file system, not the application, is at fault. The job is never killed for it.
+TEST(Simulator, ARankWaitingInTheKernelIsNeverAHang) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob job(shape, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
+  std::vector<stats::Alarm> alarms;
+  stats::WatchdogHooks hooks;
+  hooks.on_alarm = [&](const stats::Alarm& alarm) { alarms.push_back(alarm); };
+  HeldDeadlockProbe in_kernel(job, 5000, 1500, std::numeric_limits<double>::infinity(),
+                              std::numeric_limits<double>::infinity(), {3, 0, false, true});
+  stats::Watchdog watched(stats::WatchdogConfig{}, shape.ranks, 7);
+  EXPECT_FALSE(watched.watch(in_kernel, hooks).has_value()) << "a job held by the kernel was called hung";
+  ASSERT_FALSE(alarms.empty()) << "the standstill raised no alarm at all: the test shows nothing";
+  EXPECT_TRUE(alarms.back().slowdown && alarms.back().held);
+  EXPECT_EQ(alarms.back().evidence,
+            "rank 3 was found waiting in the kernel (state D: a stalled file system or device, not the application)");
+}
+
+// Every rank of a synthetic job as `stood` shows it until `moves_at`, then as `running` does: a job
+// that stood still long enough to be confirmed hung, and then went on. Nobody holds a rank.
+class ResumingProbe : public HeldDeadlockProbe {
+ public:
+  ResumingProbe(const SyntheticJob& stood, const SyntheticJob& running, double moves_at, double end)
+      : HeldDeadlockProbe(stood, end, std::numeric_limits<double>::infinity()),
+        running_(running),
+        moves_at_(moves_at) {}
+  std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    if (now() < moves_at_) return HeldDeadlockProbe::snapshot(ranks);
+    std::vector<stats::RankSnapshot> states;
+    for (int rank : ranks) states.push_back(running_.snapshot(rank, now()));
+    return states;
+  }
+
+ private:
+  const SyntheticJob& running_;
+  double moves_at_;
+};
+
+// A job that stands still through the streak and its verification and then moves while all its
+// ranks are checked (a rank let go by a slow file system a moment after the hang was confirmed) is
+// not hung: the confirmation is withdrawn as a slowdown, and the job is watched on, not killed.
+TEST(Simulator, AJobThatMovesWhileItsRanksAreCheckedIsNotHung) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob stood(shape, 3, 5000, Fault{FaultKind::Computation, 1500, {17}});
+  const SyntheticJob running(shape, 3, 5000, Fault{});
+  const stats::WatchdogConfig config;
+  ResumingProbe never(stood, running, 1e18, 5000);
+  const auto found = stats::Watchdog(config, shape.ranks, 7).watch(never);
+  ASSERT_TRUE(found.has_value()) << "the standstill is not even a hang: the test shows nothing";
+  ASSERT_EQ(found->faulty_ranks, std::vector<int>{17});
+
+  // After the second of the checks, 0.2 s apart.
+  ResumingProbe resuming(stood, running, found->confirmed_at + 2.5 * config.identification_spacing, 5000);
+  std::vector<stats::Alarm> alarms;
+  stats::WatchdogHooks hooks;
+  hooks.on_alarm = [&](const stats::Alarm& alarm) { alarms.push_back(alarm); };
+  EXPECT_FALSE(stats::Watchdog(config, shape.ranks, 7).watch(resuming, hooks).has_value())
+      << "a job that moved while it was checked was called hung";
+  const auto withdrawn = std::find_if(alarms.begin(), alarms.end(), [](const auto& a) { return a.withdrawn; });
+  ASSERT_NE(withdrawn, alarms.end()) << "the confirmation was not withdrawn";
+  EXPECT_EQ(withdrawn->decision.observation.t, found->decision.observation.t);
+  EXPECT_TRUE(withdrawn->slowdown);
+  EXPECT_FALSE(withdrawn->held);
+  EXPECT_TRUE(withdrawn->evidence.ends_with(" (while all ranks were checked)")) << withdrawn->evidence;
+  ASSERT_NE(withdrawn, alarms.begin());
+  EXPECT_FALSE(std::prev(withdrawn)->slowdown) << "raised as a hang first";
 }
 
 // A debugger takes a rank while all ranks are checked after a confirmed hang (a person looking at

@@ -46,7 +46,7 @@ class FixedNodeWorker final : public node::NodeWorker {
   }
   std::vector<stats::RankState> all_states() override { return {stats::RankState::InMpi, stats::RankState::Unknown}; }
   std::vector<std::optional<std::uint64_t>> io_bytes() override { return {std::uint64_t{1} << 40, std::nullopt}; }
-  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}}; }
+  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {
         {0, 100, "node-a", "IN_MPI", "MPI_Allreduce", {"main", "solver", "MPI_Allreduce"}, {0x31, 0x8c, 0}, {}, ""},
@@ -166,13 +166,18 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_EQ(io[0], std::uint64_t{1} << 40);
   EXPECT_FALSE(io[1].has_value());
   const auto held = decode_held(serve_request(worker, 0, plain_request(Request::HeldRanks)));
-  ASSERT_EQ(held.size(), 2u);
+  ASSERT_EQ(held.size(), 3u);
   EXPECT_EQ(held[0].local, 1);
   EXPECT_EQ(held[0].tracer, 4242);
   EXPECT_FALSE(held[0].stopped);
+  EXPECT_FALSE(held[0].in_kernel);
   EXPECT_EQ(held[1].local, 0);
   EXPECT_EQ(held[1].tracer, 0);
   EXPECT_TRUE(held[1].stopped);
+  EXPECT_FALSE(held[1].in_kernel);
+  EXPECT_EQ(held[2].local, 2);
+  EXPECT_FALSE(held[2].stopped);
+  EXPECT_TRUE(held[2].in_kernel);
   EXPECT_EQ(decode_usage(serve_request(worker, 0, plain_request(Request::Usage))).samples, 17u);
   serve_request(worker, 0, signal_request(15));
   EXPECT_EQ(worker.signalled, 15);

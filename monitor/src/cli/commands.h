@@ -31,6 +31,11 @@ inline constexpr const char* kSiteConfig = PARASTACK_SITE_CONFIG;
 inline constexpr const char* kStoppedBySignal =
     "stopped by a signal (kill -STOP, Ctrl-Z or a suspended job; kill -CONT resumes it): the stack is where "
     "it stopped, and it is left stopped";
+// ... and of one waiting in the kernel (os::StopFailure::InKernel), which no sample can stop.
+inline constexpr const char* kInKernel =
+    "waiting uninterruptibly in the kernel (state D) for a file system or a device, often a stalled NFS or "
+    "Lustre mount: no stack can be taken until the wait ends, and it is left alone (as root, cat "
+    "/proc/PID/stack shows the kernel's side)";
 
 // Which job a command looks at: exactly one of --slurm-job ID, --pbs-job ID, --pid LAUNCHER.
 class JobSelectorOptions {

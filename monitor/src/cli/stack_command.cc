@@ -46,6 +46,7 @@ int run_stack(const StackOptions& options) {
                 static_cast<double>(sample.stopped.count()) / 1000);
     if (!sample.note.empty() && !sample.failure) std::printf("note: %s\n", sample.note.c_str());
     if (sample.job_control_stopped) std::printf("note: %s\n", kStoppedBySignal);
+    if (sample.failure == os::StopFailure::InKernel) std::printf("note: %s\n", kInKernel);
     for (std::size_t i = 0; i < sample.frames.size(); ++i) {
       const auto& f = sample.frames[i];
       std::printf("#%-3zu 0x%016llx %s (%s)\n", i, static_cast<unsigned long long>(f.address),

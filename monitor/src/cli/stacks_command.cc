@@ -34,13 +34,15 @@ int print_node_stacks(const StacksOptions& options, const sampler::JobSelector& 
   sampler::SampleOptions with_frames;
   with_frames.frames = true;
   std::set<std::string> instances;
-  std::set<int> stopped;  // ranks a sample found stopped by a signal
+  std::set<int> stopped;    // ranks a sample found stopped by a signal
+  std::set<int> in_kernel;  // ranks a sample found waiting in the kernel
   for (int round = 0; round < options.samples; ++round) {
     if (round > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.interval));
     for (const auto& rank : discovery.ranks) {
       instances.insert(rank.instance);
       const auto sample = stack_sampler.sample(rank.pid, with_frames);
       if (sample.job_control_stopped) stopped.insert(rank.rank);
+      if (sample.failure == os::StopFailure::InKernel) in_kernel.insert(rank.rank);
       tree.add(node::stack_trace_of(sample), static_cast<diagnosis::Rank>(rank.rank));
     }
   }
@@ -48,11 +50,14 @@ int print_node_stacks(const StacksOptions& options, const sampler::JobSelector& 
     std::cerr << "parastack stacks: note: " << instances.size()
               << " MPI programs found; their rank numbers overlap in one tree\n";
   }
-  if (!stopped.empty()) {
-    std::string ranks;
-    for (int rank : stopped) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
-    std::cerr << "parastack stacks: note: rank(s) " << ranks << ": " << kStoppedBySignal << "\n";
-  }
+  const auto note = [](const std::set<int>& ranks, const char* what) {
+    if (ranks.empty()) return;
+    std::string list;
+    for (int rank : ranks) list += (list.empty() ? "" : ",") + std::to_string(rank);
+    std::cerr << "parastack stacks: note: rank(s) " << list << ": " << what << "\n";
+  };
+  note(stopped, kStoppedBySignal);
+  note(in_kernel, kInKernel);
   const auto views = node::stack_views(tree,
                                        "parastack stacks: " + std::to_string(discovery.ranks.size()) + " ranks, " +
                                            std::to_string(options.samples) + " sample(s) each",

@@ -146,7 +146,8 @@ std::vector<stats::HeldRank> ClusterProbe::held_ranks() {
     for (const auto& h : decode_held(replies[k])) {
       // The monitor's local index back to the table's index.
       for (int index : mine) {
-        if (local_index_[static_cast<std::size_t>(index)] == h.local) held.push_back({index, h.tracer, h.stopped});
+        if (local_index_[static_cast<std::size_t>(index)] == h.local)
+          held.push_back({index, h.tracer, h.stopped, h.in_kernel});
       }
     }
   }

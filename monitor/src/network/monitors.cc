@@ -177,7 +177,9 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
     case Request::HeldRanks: {
       const auto held = worker.held_ranks();
       out.u32(static_cast<std::uint32_t>(held.size()));
-      for (const auto& h : held) out.i32(h.local).i32(h.tracer).u8(h.stopped ? 1 : 0);
+      for (const auto& h : held) {
+        out.i32(h.local).i32(h.tracer).u8(static_cast<std::uint8_t>((h.stopped ? 1 : 0) | (h.in_kernel ? 2 : 0)));
+      }
       break;
     }
     case Request::GatherStacks: {
@@ -331,9 +333,11 @@ std::vector<node::HeldRank> decode_held(std::string_view reply) {
   for (auto& h : held) {
     h.local = in.i32();
     h.tracer = in.i32();
-    const auto stopped = in.u8();
-    if (stopped > 1) throw WireError("bad stopped flag of a held rank");
-    h.stopped = stopped == 1;
+    // Bit 0: stopped by a signal; bit 1: waiting in the kernel.
+    const auto flags = in.u8();
+    if (flags > 3) throw WireError("bad flags of a held rank");
+    h.stopped = (flags & 1) != 0;
+    h.in_kernel = (flags & 2) != 0;
   }
   in.finish();
   return held;

@@ -59,10 +59,10 @@ namespace {
 
 os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid}, rank.start_ticks}; }
 
-// Stopped by a signal now (state T), read without stopping it.
-bool stopped_now(const os::ProcessIdentity& process) {
+// In state `state` now (T: stopped by a signal, D: waiting in the kernel), read without stopping it.
+bool in_state_now(const os::ProcessIdentity& process, char state) {
   const auto stat = os::read_stat(process.pid);
-  return stat && stat->start_ticks == process.start_ticks && stat->state == 'T';
+  return stat && stat->start_ticks == process.start_ticks && stat->state == state;
 }
 
 }  // namespace
@@ -87,6 +87,9 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
     if (failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local[i]);
     // So is one stopped by a signal: someone paused it (kill -STOP, Ctrl-Z, a suspended job).
     if (samples[i].job_control_stopped) seen_stopped_.insert(local[i]);
+    // And one waiting in the kernel past a brief wait: a stalled file system holds it, and its
+    // peers wait for it without the application being hung.
+    if (failure == os::StopFailure::InKernel) seen_in_kernel_.insert(local[i]);
   }
   return samples;
 }
@@ -159,12 +162,15 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
       held.push_back({local, tracers[i]});
     } else if (seen_held_.contains(local)) {
       held.push_back({local, 0});
-    } else if (seen_stopped_.contains(local) || stopped_now(processes[i])) {
+    } else if (seen_stopped_.contains(local) || in_state_now(processes[i], 'T')) {
       held.push_back({local, 0, true});
+    } else if (seen_in_kernel_.contains(local) || in_state_now(processes[i], 'D')) {
+      held.push_back({local, 0, false, true});
     }
   }
   seen_held_.clear();
   seen_stopped_.clear();
+  seen_in_kernel_.clear();
   return held;
 }
 

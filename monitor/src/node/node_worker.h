@@ -51,11 +51,13 @@ struct NodeRank {
 
 // One of my ranks traced by another process (a debugger), by its index in ranks(): tracer is its
 // pid, or 0 when the rank is free now but a sample found it held since the last held_ranks(). Or
-// stopped by a signal (kill -STOP, a suspended job), now or at a sample since then.
+// stopped by a signal (kill -STOP, a suspended job), now or at a sample since then. Or waiting
+// uninterruptibly in the kernel (state D: a stalled file system), now or at a sample since then.
 struct HeldRank {
   int local = 0;
   int tracer = 0;
   bool stopped = false;
+  bool in_kernel = false;
 };
 
 class NodeWorker {
@@ -123,8 +125,9 @@ class LiveNodeWorker final : public NodeWorker {
   std::vector<NodeRank> ranks_;
   std::set<std::string> problems_logged_;
   std::uint64_t samples_taken_ = 0;
-  std::set<int> seen_held_;     // ranks a sample found traced by another process, since held_ranks()
-  std::set<int> seen_stopped_;  // ranks a sample found stopped by a signal, since held_ranks()
+  std::set<int> seen_held_;       // ranks a sample found traced by another process, since held_ranks()
+  std::set<int> seen_stopped_;    // ranks a sample found stopped by a signal, since held_ranks()
+  std::set<int> seen_in_kernel_;  // ranks a sample found waiting in the kernel, since held_ranks()
 };
 
 }  // namespace parastack::node

@@ -50,6 +50,8 @@ const char* to_string(StopFailure failure) {
       return "already traced by a debugger";
     case StopFailure::Replaced:
       return "exited; its pid now belongs to another process";
+    case StopFailure::InKernel:
+      return "waiting in the kernel (state D)";
     case StopFailure::Failed:
       return "could not stop";
   }
@@ -78,6 +80,12 @@ TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK,
 
 std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdentity& process, Tid tid) {
   const Pid pid = process.pid;
+  // Seized and interrupted in an uninterruptible wait, a thread stops only when the wait ends
+  // (seconds or hours on a stalled NFS or Lustre mount), and a seized thread cannot be let go
+  // before it stops: the sample, the watch and `parastack stacks` would all wait that long. Such a
+  // thread is left alone. One that enters the wait between this look and the interrupt is waited
+  // for: a window of microseconds.
+  if (const auto stat = read_thread_stat(pid, tid); stat && stat->state == 'D') return StopFailure::InKernel;
   const auto refused = [&] {
     auto stat = read_thread_stat(pid, tid);
     if (stat && stat->state == 'Z') return StopFailure::Zombie;

@@ -21,7 +21,10 @@ enum class StopFailure {
   Denied,         // another user's process, or no ptrace permission
   AlreadyTraced,  // a debugger (or another monitor) is attached
   Replaced,       // the rank exited and its pid now belongs to another process: not touched
-  Failed,         // anything else
+  // Waiting uninterruptibly in the kernel (state D: a stalled file system, a device): a ptrace stop
+  // would only take effect once the wait ends, and the monitor would wait with it. Not touched.
+  InKernel,
+  Failed,  // anything else
 };
 const char* to_string(StopFailure failure);
 // The failure an errno from reading a process's /proc files or memory stands for: ENOENT and

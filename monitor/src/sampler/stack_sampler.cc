@@ -317,8 +317,10 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     sample.stopped += thread.stopped;
     sample.job_control_stopped |= thread.job_control_stopped;
     if (thread.failure) {
-      // A helper thread that exits is no news; the main thread failing is the sample's failure.
+      // A helper thread that exits is no news; the main thread failing is the sample's failure. A
+      // helper waiting in the kernel might have come from MPI: the rank is not seen outside it.
       if (tid == os::main_thread(pid)) sample.failure = thread.failure;
+      deciding.unknown |= thread.failure == os::StopFailure::InKernel;
       continue;
     }
     ++sample.threads_sampled;
@@ -413,16 +415,16 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
 namespace {
 
 // Takes again (`again(i)`) every item i that is `held(i)` after pauses of 1, 2, 4 ... ms, until none
-// is or kBriefHold has passed: another watchdog's sample lets go of a rank within microseconds.
+// is or `longest` has passed: another watchdog's sample lets go of a rank within microseconds.
 template <class Held, class Again>
-void wait_out_brief_holds(std::size_t count, Held held, Again again) {
+void wait_out_brief_holds(std::size_t count, Held held, Again again, std::chrono::milliseconds longest = kBriefHold) {
   auto any_held = [&] {
     for (std::size_t i = 0; i < count; ++i) {
       if (held(i)) return true;
     }
     return false;
   };
-  for (auto pause = std::chrono::milliseconds(1); pause < kBriefHold && any_held(); pause *= 2) {
+  for (auto pause = std::chrono::milliseconds(1); pause < longest && any_held(); pause *= 2) {
     std::this_thread::sleep_for(pause);
     for (std::size_t i = 0; i < count; ++i) {
       if (held(i)) again(i);
@@ -437,9 +439,12 @@ std::vector<RankSample> StackSampler::sample_many(const std::vector<os::ProcessI
   std::vector<RankSample> samples;
   samples.reserve(processes.size());
   for (const auto& process : processes) samples.push_back(sample(process, options));
+  const auto again = [&](std::size_t i) { samples[i] = sample(processes[i], options); };
   wait_out_brief_holds(
-      samples.size(), [&](std::size_t i) { return samples[i].failure == os::StopFailure::AlreadyTraced; },
-      [&](std::size_t i) { samples[i] = sample(processes[i], options); });
+      samples.size(), [&](std::size_t i) { return samples[i].failure == os::StopFailure::AlreadyTraced; }, again);
+  wait_out_brief_holds(
+      samples.size(), [&](std::size_t i) { return samples[i].failure == os::StopFailure::InKernel; }, again,
+      kBriefKernelWait);
   return samples;
 }
 

@@ -39,6 +39,9 @@ class ProcessImage;
 // 4 ... ms, far longer than any sample's stop (tens of microseconds) on a loaded node. One wait for
 // a whole batch: a debugger that holds every rank (STAT) costs a call kBriefHold, not one each.
 inline constexpr std::chrono::milliseconds kBriefHold{255};
+// How long a rank waiting uninterruptibly in the kernel (os::StopFailure::InKernel) is waited for:
+// a page read from disk or a file system call takes milliseconds; a stalled mount does not end.
+inline constexpr std::chrono::milliseconds kBriefKernelWait{31};
 
 // For each process, the tracer (TracerPid) that still traces it after up to kBriefHold of
 // waiting, or 0: untraced now, released within kBriefHold, traced by `self`, or gone.
@@ -96,7 +99,8 @@ class StackSampler {
   RankSample sample(const os::ProcessIdentity& process, const SampleOptions& options = {});
   RankSample sample(os::Pid pid, const SampleOptions& options = {});
   // Samples each process in turn, then takes again, after a pause, the samples another tracer
-  // prevented, until they succeed or kBriefHold has passed.
+  // prevented, until they succeed or kBriefHold has passed; the same for a rank waiting in the
+  // kernel, for up to kBriefKernelWait.
   std::vector<RankSample> sample_many(const std::vector<os::ProcessIdentity>& processes,
                                       const SampleOptions& options = {});
 

@@ -287,12 +287,16 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     bool ready_logged = false, unbuilt_warned = false;
     std::optional<double> unread_since;  // since when no sampled rank could be read
     bool unread_said = false;
+    std::string held_said;  // the last held alarm's evidence, until a healthy sample
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
   hooks.on_decision = [&, progress](const stats::Decision& d) {
     trace.add(d.observation);
-    if (d.verdict == stats::Verdict::Healthy) hang_episode = false;
+    if (d.verdict == stats::Verdict::Healthy) {
+      hang_episode = false;
+      progress->held_said.clear();
+    }
     account_coverage(report.coverage, watchdog.model(), d, progress->last_decision_t);
     if (!progress->ready_logged && watchdog.model().ready()) {
       progress->ready_logged = true;
@@ -313,7 +317,8 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       if (!progress->unread_said && d.observation.t - *progress->unread_since >= kUnreadNotice) {
         progress->unread_said = true;
         log.info(
-            "no sampled rank could be read for {:.0f} s (stopped by a signal, held by a debugger, or ending): "
+            "no sampled rank could be read for {:.0f} s (stopped by a signal, held by a debugger, waiting in the "
+            "kernel, or ending): "
             "nothing is judged until they can be; watching on",
             d.observation.t - *progress->unread_since);
       }
@@ -330,14 +335,18 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
               d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
               d.stasis.early_streak, d.stasis.early_needed);
   };
-  hooks.on_alarm = [&](const stats::Alarm& alarm) {
+  hooks.on_alarm = [&, progress](const stats::Alarm& alarm) {
     if (!alarm.withdrawn) ++report.alarms;  // a withdrawn alarm was counted when it was raised
     if (alarm.slowdown) {
       ++report.slowdowns;
       if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);
       if (alarm.held) {
-        log.warn("alarm at t={:.1f} s: {}: no hang is judged on it; watching on", alarm.decision.observation.t,
-                 alarm.evidence);
+        // Said once while it lasts: a mount stalled for an hour, or a debugger session, raises an
+        // alarm every few seconds, each held for the same reason.
+        const auto level = alarm.evidence == progress->held_said ? spdlog::level::debug : spdlog::level::warn;
+        log.log(level, "alarm at t={:.1f} s: {}: no hang is judged on it; watching on", alarm.decision.observation.t,
+                alarm.evidence);
+        progress->held_said = alarm.evidence;
       } else {
         log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
                  alarm.evidence);

@@ -28,6 +28,9 @@ struct HeldRank {
   int rank = 0;          // index in the job's rank table
   int tracer = 0;        // the pid that traces it; 0: free now, but held during the samples since the last alarm
   bool stopped = false;  // stopped by a signal, not traced (tracer is 0); now or since the last alarm
+  // Waiting uninterruptibly in the kernel (state D; tracer is 0): a stalled file system or device
+  // holds it, now or at a sample since the last alarm. Its peers wait for it, as for a debugger's.
+  bool in_kernel = false;
 };
 
 class JobProbe {
@@ -77,8 +80,8 @@ struct Alarm {
   Decision decision;      // the observation that completed the streak: t, q, k, I, onset
   bool slowdown = false;  // not a hang: the job moved (or a debugger holds a rank)
   bool held = false;      // a debugger holds a rank: the job is not judged while it does
-  // The same alarm again, confirmed and then taken back: a debugger took ranks while all of them
-  // were being checked (held is then set). It is not a new alarm.
+  // The same alarm again, confirmed and then taken back while all ranks were being checked: a
+  // debugger took ranks (held is then set), or the job moved. It is not a new alarm.
   bool withdrawn = false;
   std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
@@ -138,6 +141,10 @@ class Watchdog {
   struct Verified {
     Alarm alarm;
     double progress_at = std::numeric_limits<double>::infinity();
+    // Every sampled rank (all sets, the alarming set's first) at the last fresh snapshot, and when.
+    std::vector<int> targets;
+    std::vector<RankSnapshot> last;
+    double last_t = 0;
   };
 
   // Feeds one set's snapshots to the model; a confirmed hang ends the watch.
@@ -149,7 +156,10 @@ class Watchdog {
   // When the evidence that fired first sufficed: the decision's own time, unless its run had
   // grown past what the test needs (a streak kept from before a slowdown, then extended).
   double evidence_complete_at(const Decision& decision) const;
-  HangFinding identify(JobProbe& probe, const Decision& decision);
+  // The checks of all ranks (§4), which also look at the sampled ranks once more: a job that moves
+  // while it is checked was not hung (a rank held up for seconds by a slow file system, let go just
+  // now). Then `moved` says so and the finding is not one.
+  HangFinding identify(JobProbe& probe, const Verified& verified, std::optional<Verified>& moved);
 
   WatchdogConfig config_;
   int rank_count_;
