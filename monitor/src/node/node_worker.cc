@@ -59,10 +59,10 @@ namespace {
 
 os::ProcessIdentity identity_of(const NodeRank& rank) { return {os::Pid{rank.pid}, rank.start_ticks}; }
 
-// In state `state` now (T: stopped by a signal, D: waiting in the kernel), read without stopping it.
-bool in_state_now(const os::ProcessIdentity& process, char state) {
+// Stopped by a signal now (state T), read without stopping it.
+bool stopped_now(const os::ProcessIdentity& process) {
   const auto stat = os::read_stat(process.pid);
-  return stat && stat->start_ticks == process.start_ticks && stat->state == state;
+  return stat && stat->start_ticks == process.start_ticks && stat->state == 'T';
 }
 
 }  // namespace
@@ -150,21 +150,23 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
   // that raised the alarm) are no evidence of a hang (bench/faults.sh section 7 saw gdb detach
   // between the streak and this check, and the job was called hung). The same for a rank stopped
   // by a signal: whoever stopped it paused the job (its peers wait for it), and a stop cannot be
-  // told from a hang by the stacks alone.
+  // told from a hang by the stacks alone. And for one waiting in the kernel past a page read (a
+  // stalled mount holds it), now or at a sample since the last call.
   std::vector<HeldRank> held;
   std::vector<os::ProcessIdentity> processes;
   processes.reserve(ranks_.size());
   for (const auto& r : ranks_) processes.push_back(identity_of(r));
   const auto tracers = sampler::lasting_tracers(processes, ::getpid());
+  const auto in_kernel = sampler::lasting_kernel_waits(processes);
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const int local = static_cast<int>(i);
     if (tracers[i] != 0) {
       held.push_back({local, tracers[i]});
     } else if (seen_held_.contains(local)) {
       held.push_back({local, 0});
-    } else if (seen_stopped_.contains(local) || in_state_now(processes[i], 'T')) {
+    } else if (seen_stopped_.contains(local) || stopped_now(processes[i])) {
       held.push_back({local, 0, true});
-    } else if (seen_in_kernel_.contains(local) || in_state_now(processes[i], 'D')) {
+    } else if (seen_in_kernel_.contains(local) || in_kernel[i]) {
       held.push_back({local, 0, false, true});
     }
   }

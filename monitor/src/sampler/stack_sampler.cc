@@ -463,4 +463,18 @@ std::vector<pid_t> lasting_tracers(const std::vector<os::ProcessIdentity>& proce
   return tracers;
 }
 
+std::vector<bool> lasting_kernel_waits(const std::vector<os::ProcessIdentity>& processes) {
+  auto in_kernel = [](const os::ProcessIdentity& process) {
+    const auto stat = os::read_stat(process.pid);
+    return stat && stat->start_ticks == process.start_ticks && stat->state == 'D';
+  };
+  std::vector<bool> waiting;
+  waiting.reserve(processes.size());
+  for (const auto& process : processes) waiting.push_back(in_kernel(process));
+  wait_out_brief_holds(
+      waiting.size(), [&](std::size_t i) { return waiting[i]; },
+      [&](std::size_t i) { waiting[i] = in_kernel(processes[i]); }, kBriefKernelWait);
+  return waiting;
+}
+
 }  // namespace parastack::sampler

@@ -46,6 +46,9 @@ inline constexpr std::chrono::milliseconds kBriefKernelWait{31};
 // For each process, the tracer (TracerPid) that still traces it after up to kBriefHold of
 // waiting, or 0: untraced now, released within kBriefHold, traced by `self`, or gone.
 std::vector<pid_t> lasting_tracers(const std::vector<os::ProcessIdentity>& processes, pid_t self);
+// For each process, whether it is still waiting in the kernel (state D) after up to
+// kBriefKernelWait: a page read from disk is over by then, a stalled mount is not.
+std::vector<bool> lasting_kernel_waits(const std::vector<os::ProcessIdentity>& processes);
 
 enum class SamplePath {
   Fast,   // copy while stopped, unwind afterwards (default)
