@@ -116,10 +116,16 @@ class WatchedRun {
   ChildProcess process_;
 };
 
-bool alive(int pid) {
+// The state letter of /proc/PID/stat ('?' when gone).
+char process_state(pid_t pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = stat.rfind(')');
-  return close != std::string::npos && stat.size() > close + 2 && stat[close + 2] != 'Z';
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+bool alive(int pid) {
+  const char state = process_state(pid);
+  return state != '?' && state != 'Z';
 }
 
 std::vector<int> rank_pids(const json& report) {
@@ -554,13 +560,6 @@ TEST(Run, AJobPausedWithSigstopIsNeverAHang) {
   EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
   EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
-}
-
-// The state letter of /proc/PID/stat ('?' when gone).
-char process_state(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  const auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
 }
 
 // A rank waiting uninterruptibly in the kernel (state D), as a read from a stalled NFS or Lustre
