@@ -27,11 +27,13 @@
 #  5. (only when asked: --sections stalls) healthy 4-rank ps_solver jobs whose random rank stands
 #     still once, STALL_AT seconds after its first MPI call, for each of STALL_SECONDS: kind
 #     `stall` sleeps outside MPI (a rank waiting on anything but MPI and the kernel), kind `kernel`
-#     waits uninterruptibly in the kernel (state D, as on a stalled NFS or Lustre mount). Per run
+#     waits uninterruptibly in the kernel (state D, as on a stalled NFS or Lustre mount), kind
+#     `serial` computes in one function (a serial phase on data it holds), kind `serial-fill` does
+#     so while first-touching 16 MiB of new memory a second (a serial phase building arrays). Per run
 #     the verdict (ran to completion, or killed as a hang); then per kind the longest stall the job
 #     survived and the shortest that was taken for a hang. A healthy job that stands still for
 #     longer than the detection time is a hang by this method (docs/statistics.md, Known limits);
-#     one held in the kernel never is.
+#     one held in the kernel, or filling new memory, never is.
 #
 # Every run has a time limit (a missed hang cannot block the script), and every process the script
 # starts carries PARASTACK_BENCH_TAG in its environment (mpirun hands it to the ranks), so the
@@ -50,7 +52,7 @@
 #   --apps "P:R ..."          APPS                 3: program:ranks, program one of melt, peptide, hpcc
 #                                                  "melt:4 melt:8 peptide:4 peptide:8 hpcc:4"
 #   --app-fault-times "T ..." APP_FAULT_TIMES      3: fault times, seconds (T or LO-HI)  "5 60-90"
-#   --stall-kinds "K ..."     STALL_KINDS          5: stall, kernel                     "stall kernel"
+#   --stall-kinds "K ..."     STALL_KINDS          5: stall, kernel, serial, serial-fill "stall kernel"
 #   --stall-seconds "D ..."   STALL_SECONDS        5: how long each stall lasts          "1 2 3 4 5 8 15"
 #   --stall-at S              STALL_AT             5: when, after the first MPI call     20
 #   --healthy-minutes M       HEALTHY_MINUTES      4: minutes per healthy run (0 skips)  10
@@ -493,9 +495,11 @@ if section stalls; then
       rank=$((RANDOM % 4))
       dir=$work/stall$run
       seconds=$(awk -v a="$STALL_AT" -v d="$stall" 'BEGIN {printf "%d", a + d + 20}')
+      touch_mib=0
+      [ "$kind" = serial-fill ] && touch_mib=16
       watch "stall$run" "$((seconds + 120))" "$dir" mpirun --oversubscribe -np 4 -x LD_PRELOAD="$injector" \
-        -x PS_FAULT_KIND="$kind" -x PS_FAULT_RANK="$rank" -x PS_FAULT_AFTER_SECONDS="$STALL_AT" \
-        -x PS_FAULT_STALL_SECONDS="$stall" "$programs/ps_solver" blocking "$seconds"
+        -x PS_FAULT_KIND="${kind%-fill}" -x PS_FAULT_RANK="$rank" -x PS_FAULT_AFTER_SECONDS="$STALL_AT" \
+        -x PS_FAULT_STALL_SECONDS="$stall" -x PS_FAULT_TOUCH_MIB="$touch_mib" "$programs/ps_solver" blocking "$seconds"
       read -r verdict type faulty _ < <(read_report "$dir/report.json")
       came_through=0
       case $verdict in

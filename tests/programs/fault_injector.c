@@ -10,14 +10,20 @@
  *                                        held up for a while: not a hang)
  *                              kernel    wait once uninterruptibly in the kernel for a while (state
  *                                        D, as a read from a stalled file system does), then go on
+ *                              serial    compute once outside MPI for a while, in one function, then
+ *                                        go on: a serial phase (a rank 0 building a mesh while the
+ *                                        others wait), not a hang
  *   PS_FAULT_AFTER_SECONDS=T   at the first intercepted MPI call T seconds after the rank's first
  *   PS_FAULT_AFTER_CALLS=N     ... or at its N-th intercepted call
  *   PS_FAULT_TRIGGER_FILE=F    ... or at the first intercepted call once file F exists (a test
  *                              creates it when it wants the fault: a condition, not a guess)
  *   PS_FAULT_SLOW_SECONDS=D    slow: how long (default 20)
  *   PS_FAULT_SLOW_MS=M         slow: CPU milliseconds added before each call (default 50)
- *   PS_FAULT_STALL_SECONDS=D   stall, kernel: how long (default 5)
- *   PS_FAULT_RELEASE_FILE=F    stall, kernel: instead, until file F exists (a test's condition)
+ *   PS_FAULT_STALL_SECONDS=D   stall, kernel, serial: how long (default 5)
+ *   PS_FAULT_RELEASE_FILE=F    stall, kernel, serial: instead, until file F exists (a test's
+ *                              condition)
+ *   PS_FAULT_TOUCH_MIB=M       serial: MiB of new memory it fills per second meanwhile, as code
+ *                              building a data structure does (default 0: none; 4 GiB at most)
  *
  * It defines no MPI_Init: the sampler finds the MPI library as the one that defines MPI_Init, and
  * the injected frames must lie outside it, as a bug in the application's code would. When it
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,11 +41,11 @@
 #include "clocks.h"
 #include "ready_file.h"
 
-enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW, STALL, KERNEL };
+enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW, STALL, KERNEL, SERIAL };
 
 static atomic_int configured; /* 0: not yet, 1: armed on this rank, 2: inactive */
 static enum kind kind = NONE;
-static double after_seconds = -1, slow_seconds = 20, slow_ms = 50, stall_seconds = 5, first_call;
+static double after_seconds = -1, slow_seconds = 20, slow_ms = 50, stall_seconds = 5, touch_mib, first_call;
 static long after_calls = -1;
 static const char* trigger_file;
 static const char* release_file;
@@ -67,6 +74,7 @@ static void configure(void) {
            : strcmp(kind_text, "slow") == 0     ? SLOW
            : strcmp(kind_text, "stall") == 0    ? STALL
            : strcmp(kind_text, "kernel") == 0   ? KERNEL
+           : strcmp(kind_text, "serial") == 0   ? SERIAL
                                                 : NONE;
     if (kind == NONE) fprintf(stderr, "libps_fault: unknown PS_FAULT_KIND %s\n", kind_text);
     after_seconds = env_number("PS_FAULT_AFTER_SECONDS", -1);
@@ -78,6 +86,7 @@ static void configure(void) {
     slow_seconds = env_number("PS_FAULT_SLOW_SECONDS", 20);
     slow_ms = env_number("PS_FAULT_SLOW_MS", 50);
     stall_seconds = env_number("PS_FAULT_STALL_SECONDS", 5);
+    touch_mib = env_number("PS_FAULT_TOUCH_MIB", 0);
     first_call = now();
     if (kind != NONE && rank == atoi(rank_text)) state = 1;
   }
@@ -131,6 +140,34 @@ __attribute__((noinline)) static void injected_kernel_wait(void) {
   if (child > 0) waitpid(child, NULL, 0);
 }
 
+/* One function throughout, as a serial phase's inner loop is; with PS_FAULT_TOUCH_MIB it writes
+ * to fresh pages at that rate (its resident size grows), as code filling new arrays does, in
+ * 64 MiB regions it keeps until the phase ends (at most 64 of them: 4 GiB). */
+__attribute__((noinline)) static void injected_serial_phase(void) {
+  enum { kRegions = 64 };
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), region = (size_t)64 << 20;
+  char* regions[kRegions];
+  int mapped = 0;
+  size_t used = region, touched = 0;
+  const double start = now();
+  for (;;) {
+    const double elapsed = now() - start;
+    if (release_file ? access(release_file, F_OK) == 0 : elapsed >= stall_seconds) break;
+    for (int i = 1; i < 20000; ++i) sink += 1.0 / i;
+    for (const size_t due = (size_t)(touch_mib * (1 << 20) * elapsed); touched < due; touched += page, used += page) {
+      if (used == region) {
+        if (mapped == kRegions) break;
+        void* fresh = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh == MAP_FAILED) break;
+        regions[mapped++] = fresh;
+        used = 0;
+      }
+      regions[mapped - 1][used] = 1;
+    }
+  }
+  while (mapped > 0) munmap(regions[--mapped], region);
+}
+
 static void announce(void) {
   char name[64];
   int rank = -1;
@@ -169,6 +206,9 @@ static void maybe_inject(void) {
       return;
     case KERNEL:
       if (atomic_exchange(&stalled, 1) == 0) injected_kernel_wait();
+      return;
+    case SERIAL:
+      if (atomic_exchange(&stalled, 1) == 0) injected_serial_phase();
       return;
     case NONE:
       return;
