@@ -35,7 +35,9 @@ class SeedWorker final : public node::NodeWorker {
   std::vector<stats::RankState> all_states() override {
     return {stats::RankState::InMpi, stats::RankState::OutMpi, stats::RankState::Unknown};
   }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {6976, std::uint64_t{1} << 33, std::nullopt}; }
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override {
+    return {stats::WorkCounters{6976, 1412}, stats::WorkCounters{std::uint64_t{1} << 33, 0}, std::nullopt};
+  }
   std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 4101, "node-a", "IN_MPI", "MPI_Allreduce", {}, {}, {}, {}},
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
                                                                                reply(discover_request({"x"}))})},
       {"snapshots", std::string(1, '\1') + reply(snapshot_request({0, 1}))},
       {"states", std::string(1, '\2') + reply(plain_request(Request::AllStates))},
-      {"io", std::string(1, '\3') + reply(plain_request(Request::IoBytes))},
+      {"work", std::string(1, '\3') + reply(plain_request(Request::WorkCounters))},
       {"stacks", std::string(1, '\4') + reply(plain_request(Request::GatherStacks))},
       {"usage", std::string(1, '\5') + reply(plain_request(Request::Usage))},
       {"request-discover", std::string(1, '\6') + discover_request({"node-a:4100"})},

@@ -1,5 +1,5 @@
 // The monitors' messages (network/monitors.h, wire.h) as a broken or hostile peer could send them.
-// The first byte picks the decoder (0 discovery, 1 snapshots, 2 states, 3 io, 4 stacks, 5 usage) or
+// The first byte picks the decoder (0 discovery, 1 snapshots, 2 states, 3 work counters, 4 stacks, 5 usage) or
 // serve_request (6: a request to a monitor). A message is refused with WireError only; one that is
 // accepted, encoded again by serve_request (the monitors' own encoder) and decoded, is the same.
 #include <cstdint>
@@ -28,7 +28,7 @@ class ReplayWorker final : public node::NodeWorker {
     return out;
   }
   std::vector<stats::RankState> all_states() override { return states; }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return io; }
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override { return work; }
   std::vector<node::HeldRank> held_ranks() override { return held; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& out) override {
     out = records;
@@ -41,7 +41,7 @@ class ReplayWorker final : public node::NodeWorker {
   std::vector<node::NodeRank> table;
   std::vector<stats::RankSnapshot> snapshots;
   std::vector<stats::RankState> states;
-  std::vector<std::optional<std::uint64_t>> io;
+  std::vector<std::optional<stats::WorkCounters>> work;
   std::vector<node::HeldRank> held;
   diagnosis::PrefixTree tree;
   std::vector<node::RankRecord> records;
@@ -96,11 +96,11 @@ void check_states(std::string_view reply) {
   FUZZ_REQUIRE(serve_request(worker, 0, plain_request(Request::AllStates)) == reply);
 }
 
-void check_io(std::string_view reply) {
+void check_work(std::string_view reply) {
   ReplayWorker worker;
-  worker.io = decode_io(reply);
-  // An unknown count's bytes are not kept, so compare values, not bytes.
-  FUZZ_REQUIRE(decode_io(serve_request(worker, 0, plain_request(Request::IoBytes))) == worker.io);
+  worker.work = decode_work_counters(reply);
+  // An unknown rank's counts are not kept, so compare values, not bytes.
+  FUZZ_REQUIRE(decode_work_counters(serve_request(worker, 0, plain_request(Request::WorkCounters))) == worker.work);
 }
 
 void check_held(std::string_view reply) {
@@ -137,7 +137,7 @@ void check_request(std::string_view request) {
   worker.table = {{0, 2, 100, "node-a", "instance-1", "./solver"}, {1, 2, 101, "node-a", "instance-1", "./solver"}};
   worker.snapshots = {{stats::RankState::InMpi, "MPI_Recv", 7}, {stats::RankState::OutMpi, "", 9}};
   worker.states = {stats::RankState::InMpi, stats::RankState::OutMpi};
-  worker.io = {1, std::nullopt};
+  worker.work = {stats::WorkCounters{1, 2}, std::nullopt};
   serve_request(worker, 0, request);
 }
 
@@ -158,7 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_states(message);
         break;
       case 3:
-        check_io(message);
+        check_work(message);
         break;
       case 4:
         check_stacks(message);

@@ -30,7 +30,7 @@ class EmulatedNodeWorker final : public NodeWorker {
   const std::vector<NodeRank>& ranks() const override { return ranks_; }
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
   std::vector<stats::RankState> all_states() override;
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override { return {}; }
   std::vector<node::HeldRank> held_ranks() override { return {}; }
   diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
   void signal(int) override {}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 
 namespace parastack::stats {
 namespace {
@@ -111,15 +112,32 @@ std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnap
   return columns;
 }
 
-std::optional<std::size_t> find_io_progress(const std::vector<std::optional<std::uint64_t>>& before,
-                                            const std::vector<std::optional<std::uint64_t>>& after,
-                                            std::uint64_t min_bytes) {
+std::optional<WorkProgress> find_work(const std::vector<std::optional<WorkCounters>>& before,
+                                      const std::vector<std::optional<WorkCounters>>& after, std::uint64_t min_io,
+                                      std::uint64_t min_growth) {
+  // An I/O count that went down is not this rank's (its pid was reused): no evidence; a resident
+  // size that went down is memory given back: no evidence either.
+  const auto grew = [](std::uint64_t from, std::uint64_t to, std::uint64_t least) {
+    return to >= from && to - from >= least;
+  };
   for (std::size_t r = 0; r < std::min(before.size(), after.size()); ++r) {
-    if (before[r] && after[r] && *after[r] >= *before[r] && *after[r] - *before[r] >= min_bytes) {
-      return r;
+    if (!before[r] || !after[r]) continue;
+    if (grew(before[r]->io_bytes, after[r]->io_bytes, min_io)) {
+      return WorkProgress{r, WorkProgress::Kind::Io, after[r]->io_bytes - before[r]->io_bytes};
+    }
+    if (grew(before[r]->resident_bytes, after[r]->resident_bytes, min_growth)) {
+      return WorkProgress{r, WorkProgress::Kind::Memory, after[r]->resident_bytes - before[r]->resident_bytes};
     }
   }
   return std::nullopt;
+}
+
+std::string describe_work(const WorkProgress& work) {
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(work.bytes) / (1 << 20));
+  const std::string rank = "rank " + std::to_string(work.rank);
+  if (work.kind == WorkProgress::Kind::Io) return rank + " is doing I/O: " + mib;
+  return rank + " is filling new memory: +" + mib + " resident";
 }
 
 std::vector<int> persistently_out_ranks(const std::vector<std::vector<RankState>>& checks) {

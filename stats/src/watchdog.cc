@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace parastack::stats {
@@ -148,6 +149,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
                                                                 double t, std::vector<RankSnapshot> targets) {
   const Decision decision = record(hooks, set, t, std::move(targets));
   auto& streak = streak_samples_[set];
+  mark_work(probe);
   if (decision.verdict != Verdict::Hang) return std::nullopt;
 
   // Another set's verification has just seen the job move, after this streak began: the job was
@@ -198,6 +200,25 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   return std::optional<HangFinding>{std::move(finding)};
 }
 
+void Watchdog::mark_work(JobProbe& probe) {
+  // Reads older than every running streak's first kept observation measure work from before any
+  // evidence that can still fire: dropped. With no streak running, none is kept.
+  double oldest = std::numeric_limits<double>::infinity();
+  for (const auto& streak : streak_samples_) {
+    if (!streak.empty()) oldest = std::min(oldest, streak.front().t);
+  }
+  while (!work_marks_.empty() && work_marks_.front().t < oldest) work_marks_.pop_front();
+  if (oldest == std::numeric_limits<double>::infinity()) return;
+  // A streak may run for minutes (a job held by a debugger): its first reads are the ones kept.
+  constexpr std::size_t kMostMarks = 600;
+  constexpr double kMarkSpacing = 1.0;  // seconds: a rank's counters cost two /proc reads
+  const double now = probe.now();
+  if (work_marks_.size() < kMostMarks && (work_marks_.empty() || now - work_marks_.back().t >= kMarkSpacing)) {
+    auto counters = probe.work_counters();
+    work_marks_.push_back(WorkMark{probe.now(), std::move(counters)});
+  }
+}
+
 double Watchdog::evidence_complete_at(const Decision& decision) const {
   const double t = decision.observation.t;
   const auto& streak = streak_samples_[static_cast<std::size_t>(decision.observation.set)];
@@ -238,7 +259,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   // sampled rank (all sets: a hang stops them all) about I/2 apart (§3.3), until a window that
   // grows with that evidence has passed since it sufficed: a short streak is checked for at least
   // I, a long one for a share of its length more, so a slowdown whose stretched cycle outlasts the
-  // streak still shows its movement. I/O counters at the first and last fresh snapshot.
+  // streak still shows its movement. Work counters at the first and last fresh snapshot.
   std::vector<int> targets = sets_[set];
   std::vector<std::size_t> first_target(sets_.size());  // where each set's ranks sit in `targets`
   for (int other = 0; other < static_cast<int>(sets_.size()); ++other) {
@@ -274,7 +295,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   // randomised pace: a hang whose streak verification cuts at a movement just before its onset
   // has then kept growing meanwhile, and is judged again at once rather than after a new streak.
   double fed_at = std::max(t, last_t_), feed_gap = model_.next_delay(rng_.uniform());
-  std::vector<std::optional<std::uint64_t>> io_before, io_after;
+  std::vector<std::optional<WorkCounters>> work_before, work_after;
   double at = fresh_start;
   for (int fresh = 0; fresh < 2 || at < fresh_end; ++fresh) {
     const double step = model_.next_delay(rng_.uniform()) / 2;  // at most 3I/4: the first never passes fresh_end
@@ -285,8 +306,8 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
     times.push_back(taken);
     for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(i < now.size() ? now[i] : RankSnapshot{});
     if (fresh == 0) {
-      io_before = probe.io_bytes();
-      if (!io_mark_ || io_mark_->t < onset) io_mark_ = IoMark{taken, io_before};
+      work_before = probe.work_counters();
+      work_marks_.push_back(WorkMark{taken, work_before});
     }
     if (taken - fed_at >= feed_gap) {
       now.resize(targets.size());
@@ -300,7 +321,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
       feed_gap = model_.next_delay(rng_.uniform());
     }
   }
-  io_after = probe.io_bytes();
+  work_after = probe.work_counters();
   last_t_ = probe.now();
   result.targets = targets;
   result.last.reserve(targets.size());
@@ -314,12 +335,17 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
     alarm.evidence = std::move(*held);
     return result;
   }
-  // The earliest counters read since the evidence began: the longest span to see writing in.
-  if (io_mark_ && io_mark_->t >= onset && io_mark_->bytes.size() == io_after.size()) io_before = io_mark_->bytes;
-  if (!io_before.empty() && io_before.size() == io_after.size()) {
-    if (const auto writer = find_io_progress(io_before, io_after)) {
+  // The earliest counters read since the evidence began: the longest span to see work in.
+  for (const auto& mark : work_marks_) {
+    if (mark.t >= onset && mark.counters.size() == work_after.size()) {
+      work_before = mark.counters;
+      break;
+    }
+  }
+  if (!work_before.empty() && work_before.size() == work_after.size()) {
+    if (const auto work = find_work(work_before, work_after)) {
       alarm.slowdown = true;
-      alarm.evidence = "rank " + std::to_string(*writer) + " is doing I/O";
+      alarm.evidence = describe_work(*work);
       return result;  // the job is working now: nothing of the streak is kept
     }
   }

@@ -617,6 +617,51 @@ TEST(Run, ARankWaitingInTheKernelIsLeftAloneAndNeverAHang) {
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
+// One rank computing serially while all the others wait in MPI (a rank 0 building a mesh or a
+// partition, or gathering results into new arrays) looks exactly like a computation hang to the
+// model and to the stack rule: the job stands still outside MPI in one place. A rank that is
+// filling new memory is working, though (a hung rank takes no page faults), and its alarms are
+// slowdowns. Before, this healthy job was killed about 3 s into the phase, as
+// "HANG (computation error)" naming rank 0. (A serial phase that touches no new memory and does
+// no I/O is still a hang to this method: docs/statistics.md, Known limits.)
+TEST(Run, ARankFillingNewMemoryWhileTheOthersWaitIsNotAHang) {
+  TempDir release_dir;
+  const auto release = release_dir.path() / "release";
+  struct Release {  // whatever happens, the serial phase ends
+    std::filesystem::path path;
+    ~Release() { std::ofstream(path).put('\n'); }
+  } let_go{release};
+  Trigger trigger;
+  auto environment = trigger.fault("serial", 0);
+  environment.push_back("PS_FAULT_RELEASE_FILE=" + release.string());
+  environment.push_back("PS_FAULT_TOUCH_MIB=16");
+  // 30 s: the others wait for rank 0 however long its phase lasts, and all stop together after it.
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_solver"), "blocking", "30"}, environment));
+  fire_when_model_ready(run, trigger);
+  run.process().wait_ready_file("fault.0", 60s);
+  const std::size_t from = run.log().size();
+
+  // Alarms come, and each finds rank 0 working; the phase goes on for 15 s of the watch's clock,
+  // several times what a hang takes to be found.
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  auto going = [&] { return run.process().running() && std::chrono::steady_clock::now() < deadline; };
+  const std::string said = "rank 0 is filling new memory: ";
+  auto alarms = [&] { return parastack::testing::occurrences(run.log(), said, from); };
+  auto watched_for = [&] {
+    const auto times = decision_times(run.log(), from);
+    return times.size() < 2 ? 0.0 : times.back() - times.front();
+  };
+  while ((alarms() < 2 || watched_for() < 15) && going()) std::this_thread::sleep_for(50ms);
+  ASSERT_GE(alarms(), 2u) << tail(run.log());
+  ASSERT_GE(watched_for(), 15) << tail(run.log());
+
+  std::ofstream(release).put('\n');
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
+  EXPECT_EQ(run.report()["verdict"], "completed") << tail(run.log());
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+}
+
 // Two watchdogs on one job (`parastack run` inside a `--parastack` job, or run around another
 // parastack run): each one's samples hold a rank for microseconds, and the other's sample of that
 // rank must wait them out, not take them for a debugger holding the job (whose alarms are never

@@ -75,8 +75,8 @@ class ScriptedWorker final : public node::NodeWorker {
     for (int r = 0; r < kRanks; ++r) states.push_back(state_of(r).state);
     return states;
   }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override {
-    return std::vector<std::optional<std::uint64_t>>(kRanks, std::uint64_t{0});
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override {
+    return std::vector<std::optional<stats::WorkCounters>>(kRanks, stats::WorkCounters{});
   }
   std::vector<node::HeldRank> held_ranks() override {
     std::vector<node::HeldRank> held;

@@ -48,6 +48,7 @@ TEST(ProcParse, ARealStatFile) {
   EXPECT_EQ(stat->flags, 4194304u);
   EXPECT_EQ(stat->cpu_ticks, 0u);
   EXPECT_EQ(stat->start_ticks, 1330296u);
+  EXPECT_EQ(stat->resident_pages, 375u);
 }
 
 TEST(ProcParse, ACommandNameWithSpacesAndParentheses) {
@@ -63,9 +64,9 @@ TEST(ProcParse, ACommandNameWithSpacesAndParentheses) {
 
 TEST(ProcParse, BrokenStatFilesAreRefusedNotThrown) {
   const std::string text = recorded("stat-cat.txt");
-  // Cut anywhere before the start time (field 22): too few fields.
-  for (std::size_t length :
-       {std::size_t{0}, std::size_t{5}, text.find(')') + 1, text.find(')') + 2, text.find(" 1330296")}) {
+  // Cut anywhere before the resident size (field 24): too few fields.
+  for (std::size_t length : {std::size_t{0}, std::size_t{5}, text.find(')') + 1, text.find(')') + 2,
+                             text.find(" 1330296"), text.find(" 375 ")}) {
     EXPECT_NO_THROW(EXPECT_FALSE(parse_stat(text.substr(0, length))) << length);
   }
   std::string garbled = text;

@@ -148,7 +148,7 @@ class HeldDeadlockProbe : public stats::JobProbe {
     for (int rank : ranks) states.push_back(t_ < unseen_from_ ? job_.snapshot(rank, t_) : stats::RankSnapshot{});
     return states;
   }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override { return {}; }
   std::vector<stats::HeldRank> held_ranks() override {
     if (t_ < held_from_ || t_ >= held_until_) return {};
     return {how_};

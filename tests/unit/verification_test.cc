@@ -69,13 +69,31 @@ TEST(Verification, UnknownSnapshotsAreSkippedNotCounted) {
   EXPECT_TRUE(find_progress({{in("MPI_Wait"), unknown(), in("MPI_Bcast")}}));
 }
 
-TEST(Verification, IoProgressOfAnyRankMeansTheJobIsWorking) {
-  using Counts = std::vector<std::optional<std::uint64_t>>;
-  const Counts before{100, 5000, std::nullopt, 7};
-  EXPECT_FALSE(find_io_progress(before, Counts{100, 5000 + 4096, 1u << 30, 7}));  // small, unknown
-  EXPECT_EQ(find_io_progress(before, Counts{100, 5000, std::nullopt, 7 + (1u << 20)}), 3u);
-  EXPECT_EQ(find_io_progress(before, Counts{100, 9000, std::nullopt, 7}, 4000), 1u);
-  EXPECT_FALSE(find_io_progress(before, Counts{0, 0, 0, 0}));  // counters never go back: a new pid
+TEST(Verification, IoOrNewMemoryOfAnyRankMeansTheJobIsWorking) {
+  using Counts = std::vector<std::optional<WorkCounters>>;
+  const auto io = [](std::uint64_t bytes) { return WorkCounters{bytes, 50 << 20}; };
+  const Counts before{io(100), io(5000), std::nullopt, io(7)};
+  EXPECT_FALSE(find_work(before, Counts{io(100), io(5000 + 4096), io(1u << 30), io(7)}));  // small, unknown
+  const auto writer = find_work(before, Counts{io(100), io(5000), std::nullopt, io(7 + (1u << 20))});
+  ASSERT_TRUE(writer);
+  EXPECT_EQ(writer->rank, 3u);
+  EXPECT_EQ(writer->kind, WorkProgress::Kind::Io);
+  EXPECT_EQ(describe_work(*writer), "rank 3 is doing I/O: 1.0 MiB");
+  EXPECT_EQ(find_work(before, Counts{io(100), io(9000), std::nullopt, io(7)}, 4000)->rank, 1u);
+  EXPECT_FALSE(find_work(before, Counts{io(0), io(0), io(0), io(0)}));  // counters never go back: a new pid
+
+  // A rank filling new memory grows in RAM; a hung one does not, and memory given back is no work.
+  const auto resident = [](std::uint64_t mib) { return WorkCounters{1000, mib << 20}; };
+  const Counts quiet{resident(30), resident(31), resident(29)};
+  EXPECT_FALSE(find_work(quiet, quiet)) << "a hung rank maps no new memory";
+  EXPECT_FALSE(find_work(quiet, Counts{resident(30), resident(31 + 1), resident(29)}));
+  const auto filler = find_work(quiet, Counts{resident(30), resident(31), resident(29 + 24)});
+  ASSERT_TRUE(filler);
+  EXPECT_EQ(filler->rank, 2u);
+  EXPECT_EQ(filler->kind, WorkProgress::Kind::Memory);
+  EXPECT_EQ(filler->bytes, std::uint64_t{24} << 20);
+  EXPECT_EQ(describe_work(*filler), "rank 2 is filling new memory: +24.0 MiB resident");
+  EXPECT_FALSE(find_work(quiet, Counts{resident(30), resident(3), resident(29)}));  // freed
 }
 
 TEST(Verification, FaultyRanksAreOutInEveryCheck) {

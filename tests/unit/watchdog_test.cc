@@ -41,7 +41,7 @@ class LookAlikeThenDeadlock : public JobProbe {
     }
     return states;
   }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {}; }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
 
  private:
   double before_, onset_, t_ = 0;

@@ -45,7 +45,9 @@ class FixedNodeWorker final : public node::NodeWorker {
     return out;
   }
   std::vector<stats::RankState> all_states() override { return {stats::RankState::InMpi, stats::RankState::Unknown}; }
-  std::vector<std::optional<std::uint64_t>> io_bytes() override { return {std::uint64_t{1} << 40, std::nullopt}; }
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override {
+    return {stats::WorkCounters{std::uint64_t{1} << 40, 7'000'000'000}, std::nullopt};
+  }
   std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {
@@ -93,7 +95,7 @@ std::vector<Exchange> every_exchange() {
   return {{"discover", discover_request({"mpirun-1"}), [](auto r) { decode_discovery(r); }},
           {"snapshot", snapshot_request({0, 1}), [](auto r) { decode_snapshots(r); }},
           {"all states", plain_request(Request::AllStates), [](auto r) { decode_states(r); }},
-          {"io bytes", plain_request(Request::IoBytes), [](auto r) { decode_io(r); }},
+          {"work counters", plain_request(Request::WorkCounters), [](auto r) { decode_work_counters(r); }},
           {"held ranks", plain_request(Request::HeldRanks), [](auto r) { decode_held(r); }},
           {"gather stacks", plain_request(Request::GatherStacks), [](auto r) { decode_stacks(r); }},
           {"usage", plain_request(Request::Usage), [](auto r) { decode_usage(r); }}};
@@ -161,10 +163,12 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),
             (std::vector<stats::RankState>{stats::RankState::InMpi, stats::RankState::Unknown}));
-  const auto io = decode_io(serve_request(worker, 0, plain_request(Request::IoBytes)));
-  ASSERT_EQ(io.size(), 2u);
-  EXPECT_EQ(io[0], std::uint64_t{1} << 40);
-  EXPECT_FALSE(io[1].has_value());
+  const auto work = decode_work_counters(serve_request(worker, 0, plain_request(Request::WorkCounters)));
+  ASSERT_EQ(work.size(), 2u);
+  ASSERT_TRUE(work[0].has_value());
+  EXPECT_EQ(work[0]->io_bytes, std::uint64_t{1} << 40);
+  EXPECT_EQ(work[0]->resident_bytes, 7'000'000'000u);
+  EXPECT_FALSE(work[1].has_value());
   const auto held = decode_held(serve_request(worker, 0, plain_request(Request::HeldRanks)));
   ASSERT_EQ(held.size(), 3u);
   EXPECT_EQ(held[0].local, 1);
@@ -253,7 +257,7 @@ TEST(Wire, CorruptMessagesAreRefusedBeforeAnythingIsAllocatedForThem) {
   huge.u32(0xffffffffu).u8(0);
   EXPECT_THROW(decode_snapshots(huge.bytes()), WireError);
   EXPECT_THROW(decode_states(huge.bytes()), WireError);
-  EXPECT_THROW(decode_io(huge.bytes()), WireError);
+  EXPECT_THROW(decode_work_counters(huge.bytes()), WireError);
   // A rank state that does not exist.
   WireWriter state;
   state.u32(1).u8(7);

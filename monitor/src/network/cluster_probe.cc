@@ -120,21 +120,21 @@ std::vector<stats::RankState> ClusterProbe::all_states(int rank_count) {
   return states;
 }
 
-std::vector<std::optional<std::uint64_t>> ClusterProbe::io_bytes() {
-  std::vector<std::optional<std::uint64_t>> bytes(table_.size());
+std::vector<std::optional<stats::WorkCounters>> ClusterProbe::work_counters() {
+  std::vector<std::optional<stats::WorkCounters>> counters(table_.size());
   const auto monitors = holders();
-  const auto replies = monitors_.call(monitors, plain_request(Request::IoBytes));
+  const auto replies = monitors_.call(monitors, plain_request(Request::WorkCounters));
   bool any = false;
   for (std::size_t k = 0; k < monitors.size(); ++k) {
-    const auto local = decode_io(replies[k]);
+    const auto local = decode_work_counters(replies[k]);
     any = any || !local.empty();
     for (int index : by_monitor_[static_cast<std::size_t>(monitors[k])]) {
       const auto l = static_cast<std::size_t>(local_index_[static_cast<std::size_t>(index)]);
-      if (l < local.size()) bytes[static_cast<std::size_t>(index)] = local[l];
+      if (l < local.size()) counters[static_cast<std::size_t>(index)] = local[l];
     }
   }
-  if (!any) bytes.clear();  // no monitor can tell (emulated ranks): I/O is not evidence
-  return bytes;
+  if (!any) counters.clear();  // no monitor can tell (emulated ranks): work is not evidence
+  return counters;
 }
 
 std::vector<stats::HeldRank> ClusterProbe::held_ranks() {

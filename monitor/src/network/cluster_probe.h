@@ -22,7 +22,7 @@ class ClusterProbe final : public stats::JobProbe {
   bool wait_until(double t) override;
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override;
   std::vector<stats::RankState> all_states(int rank_count) override;
-  std::vector<std::optional<std::uint64_t>> io_bytes() override;
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override;
   std::vector<stats::HeldRank> held_ranks() override;
 
   GatheredStacks gather_stacks();

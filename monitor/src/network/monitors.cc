@@ -108,7 +108,7 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
   WireReader in(request);
   const auto kind = static_cast<Request>(in.u8());
   // Requests without arguments: nothing may follow the code.
-  if (kind == Request::AllStates || kind == Request::IoBytes || kind == Request::GatherStacks ||
+  if (kind == Request::AllStates || kind == Request::WorkCounters || kind == Request::GatherStacks ||
       kind == Request::Exit || kind == Request::HeldRanks) {
     in.finish();
   }
@@ -168,10 +168,12 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       for (auto s : states) write_state(out, s);
       break;
     }
-    case Request::IoBytes: {
-      const auto bytes = worker.io_bytes();
-      out.u32(static_cast<std::uint32_t>(bytes.size()));
-      for (const auto& b : bytes) out.u8(b ? 1 : 0).u64(b.value_or(0));
+    case Request::WorkCounters: {
+      const auto counters = worker.work_counters();
+      out.u32(static_cast<std::uint32_t>(counters.size()));
+      for (const auto& c : counters) {
+        out.u8(c ? 1 : 0).u64(c ? c->io_bytes : 0).u64(c ? c->resident_bytes : 0);
+      }
       break;
     }
     case Request::HeldRanks: {
@@ -315,16 +317,17 @@ std::vector<stats::RankState> decode_states(std::string_view reply) {
   return states;
 }
 
-std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply) {
+std::vector<std::optional<stats::WorkCounters>> decode_work_counters(std::string_view reply) {
   WireReader in(reply);
-  std::vector<std::optional<std::uint64_t>> bytes(in.count(1 + 8));
-  for (auto& b : bytes) {
+  std::vector<std::optional<stats::WorkCounters>> counters(in.count(1 + 8 + 8));
+  for (auto& c : counters) {
     const bool known = in.u8() != 0;
-    const auto value = in.u64();
-    if (known) b = value;
+    const auto io_bytes = in.u64();
+    const auto resident_bytes = in.u64();
+    if (known) c = stats::WorkCounters{io_bytes, resident_bytes};
   }
   in.finish();
-  return bytes;
+  return counters;
 }
 
 std::vector<node::HeldRank> decode_held(std::string_view reply) {

@@ -22,7 +22,7 @@ enum class Request : std::uint8_t {
   Adopt,         // string instance
   Snapshot,      // u32 n, n x i32 local index -> n snapshots
   AllStates,     // -> one state per rank of the monitor
-  IoBytes,       // -> one optional byte count per rank of the monitor
+  WorkCounters,  // -> one optional I/O byte count and resident size per rank of the monitor
   GatherStacks,  // reduced: merged prefix tree and every rank's record
   Signal,        // i32 signal, to every rank of the monitor
   Usage,         // -> the monitor's CPU seconds, wall seconds alive, samples taken
@@ -98,7 +98,7 @@ struct TableEntry {
 std::vector<TableEntry> decode_discovery(std::string_view reply);
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply);
 std::vector<stats::RankState> decode_states(std::string_view reply);
-std::vector<std::optional<std::uint64_t>> decode_io(std::string_view reply);
+std::vector<std::optional<stats::WorkCounters>> decode_work_counters(std::string_view reply);
 std::vector<node::HeldRank> decode_held(std::string_view reply);
 struct GatheredStacks {
   diagnosis::PrefixTree tree;

@@ -131,16 +131,20 @@ std::vector<stats::RankState> LiveNodeWorker::all_states() {
   return states;
 }
 
-std::vector<std::optional<std::uint64_t>> LiveNodeWorker::io_bytes() {
-  std::vector<std::optional<std::uint64_t>> bytes;
-  bytes.reserve(ranks_.size());
+std::vector<std::optional<stats::WorkCounters>> LiveNodeWorker::work_counters() {
+  std::vector<std::optional<stats::WorkCounters>> counters;
+  counters.reserve(ranks_.size());
+  static const auto page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   for (const auto& r : ranks_) {
     const auto io = os::read_io(os::Pid{r.pid});
+    const auto stat = os::read_stat(os::Pid{r.pid});
     // Read, then make sure they were the rank's: a reused pid's counters are no evidence.
-    const bool ours = io && os::has_pid_now(identity_of(r));
-    bytes.push_back(ours ? std::optional(io->read_chars + io->written_chars) : std::nullopt);
+    const bool ours = io && stat && os::has_pid_now(identity_of(r));
+    counters.push_back(
+        ours ? std::optional(stats::WorkCounters{io->read_chars + io->written_chars, stat->resident_pages * page_size})
+             : std::nullopt);
   }
-  return bytes;
+  return counters;
 }
 
 std::vector<HeldRank> LiveNodeWorker::held_ranks() {

@@ -72,7 +72,7 @@ class NodeWorker {
   // Sampling of my ranks by their index in ranks(). A rank that cannot be sampled is Unknown.
   virtual std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) = 0;
   virtual std::vector<stats::RankState> all_states() = 0;
-  virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+  virtual std::vector<std::optional<stats::WorkCounters>> work_counters() = 0;
   // My ranks traced by a process other than this monitor now (from /proc: nobody is stopped), or
   // found so by a sample since the last call.
   virtual std::vector<HeldRank> held_ranks() = 0;
@@ -103,7 +103,7 @@ class LiveNodeWorker final : public NodeWorker {
   const std::vector<NodeRank>& ranks() const override { return ranks_; }
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
   std::vector<stats::RankState> all_states() override;
-  std::vector<std::optional<std::uint64_t>> io_bytes() override;
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override;
   std::vector<HeldRank> held_ranks() override;
   diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
   void signal(int signal) override;

@@ -202,7 +202,8 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   }
   ProcStat stat;
   stat.comm = std::string(text.substr(open + 1, close - open - 1));
-  // fields[0] is field 3 (state); flags = 9, utime = 14, stime = 15, starttime = 22 (proc(5)).
+  // fields[0] is field 3 (state); flags = 9, utime = 14, stime = 15, starttime = 22, rss = 24
+  // (proc(5)).
   std::vector<std::string_view> fields;
   const auto rest = text.substr(close + 1);
   for (std::size_t at = 0; at < rest.size();) {
@@ -212,7 +213,7 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
     fields.push_back(rest.substr(first, end - first));
     at = end;
   }
-  if (fields.size() < 20 || fields[0].size() != 1) {
+  if (fields.size() < 22 || fields[0].size() != 1) {
     errno = EINVAL;
     return std::nullopt;
   }
@@ -221,7 +222,8 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   const auto utime = number_at<std::uint64_t>(fields[11]);
   const auto stime = number_at<std::uint64_t>(fields[12]);
   const auto start = number_at<std::uint64_t>(fields[19]);
-  if (!parent || !flags || !utime || !stime || !start) {
+  const auto resident = number_at<std::uint64_t>(fields[21]);
+  if (!parent || !flags || !utime || !stime || !start || !resident) {
     errno = EINVAL;
     return std::nullopt;
   }
@@ -229,6 +231,7 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   stat.parent = Pid{*parent};
   stat.flags = *flags;
   stat.cpu_ticks = *utime + *stime;
+  stat.resident_pages = *resident;
   stat.start_ticks = *start;
   return stat;
 }

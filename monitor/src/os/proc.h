@@ -21,10 +21,11 @@ struct ProcStat {
   std::string comm;  // may contain spaces and parentheses
   char state = '?';  // R, S, D, T (stopped), t (tracing stop), Z (zombie), X
   Pid parent;
-  std::uint64_t start_ticks = 0;  // start time since boot, in clock ticks: with the pid, a
-                                  // process identity that survives pid reuse
-  std::uint64_t cpu_ticks = 0;    // utime + stime
-  unsigned long flags = 0;        // the kernel's task flags (PF_*), field 9
+  std::uint64_t start_ticks = 0;     // start time since boot, in clock ticks: with the pid, a
+                                     // process identity that survives pid reuse
+  std::uint64_t cpu_ticks = 0;       // utime + stime
+  std::uint64_t resident_pages = 0;  // rss: of the whole process when read for a pid
+  unsigned long flags = 0;           // the kernel's task flags (PF_*), field 9
 };
 inline constexpr unsigned long kTaskExiting = 0x4;  // PF_EXITING: the task has begun to exit
 std::optional<ProcStat> read_stat(Pid pid);

@@ -89,12 +89,13 @@ class SyntheticProbe : public stats::JobProbe {
     }
     return states;
   }
-  // Only shapes with checkpoints do I/O; for the others the scan would find nothing, slowly.
-  std::vector<std::optional<std::uint64_t>> io_bytes() override {
+  // Only shapes with checkpoints do I/O; for the others the scan would find nothing, slowly. No
+  // shape models memory: page faults stay 0, and only I/O can show work.
+  std::vector<std::optional<stats::WorkCounters>> work_counters() override {
     if (!tracks_io_) return {};
-    std::vector<std::optional<std::uint64_t>> bytes(static_cast<std::size_t>(job_.shape().ranks));
-    for (int r = 0; r < job_.shape().ranks; ++r) bytes[r] = job_.io_bytes(r, t_);
-    return bytes;
+    std::vector<std::optional<stats::WorkCounters>> counters(static_cast<std::size_t>(job_.shape().ranks));
+    for (int r = 0; r < job_.shape().ranks; ++r) counters[r] = stats::WorkCounters{job_.io_bytes(r, t_), 0};
+    return counters;
   }
 
  private:

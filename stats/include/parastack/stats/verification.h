@@ -8,11 +8,12 @@
 // A busy-waiting rank alternating between its own loop and MPI_Test, or between two polling
 // functions, is not progress: it is how a rank waits.
 //
-// I/O progress (not in the paper): a long collective checkpoint (every rank in MPI_File_write_all)
-// or a rank writing a file while the others wait in a collective looks exactly like a hang to the
-// model and to the stack rule. A hung job does no I/O, so a rank whose I/O byte counters
-// (/proc/PID/io rchar + wchar, readable without stopping it) grew by at least min_bytes between
-// the two fresh snapshots shows the job is working.
+// Work counters (not in the paper): a long collective checkpoint (every rank in
+// MPI_File_write_all), or one rank writing a file or building a mesh while the others wait in a
+// collective, looks exactly like a hang to the model and to the stack rule. A hung job does no
+// I/O and fills no new memory, so a rank whose I/O byte count (/proc/PID/io rchar + wchar) or
+// resident size (/proc/PID/stat rss), both readable without stopping it, grew enough between two
+// looks during verification shows the job is working.
 //
 // Faulty ranks (§4): over several checks of all ranks, those OUT_MPI in every check where their
 // state was known.
@@ -71,15 +72,39 @@ std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector
 // how long the job stood still.
 std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnapshot>>& series);
 
-// Default I/O progress threshold: well above what an idle MPI runtime reads or writes in an
-// interval (heartbeats, a stray log line), well below a checkpoint's rate.
-inline constexpr std::uint64_t kIoProgressBytes = 1 << 20;
+// What a rank has done, by what the kernel keeps for it.
+struct WorkCounters {
+  std::uint64_t io_bytes = 0;        // read and written so far, files and pipes alike
+  std::uint64_t resident_bytes = 0;  // its memory in RAM now
+  friend bool operator==(const WorkCounters&, const WorkCounters&) = default;
+};
 
-// before[r] and after[r]: rank r's I/O byte count at the two fresh snapshots (nullopt: unknown, e.g.
-// the rank exited). Returns the index of a rank that moved at least min_bytes.
-std::optional<std::size_t> find_io_progress(const std::vector<std::optional<std::uint64_t>>& before,
-                                            const std::vector<std::optional<std::uint64_t>>& after,
-                                            std::uint64_t min_bytes = kIoProgressBytes);
+// Default thresholds of work. I/O: well above what an idle MPI runtime reads or writes in an
+// interval (heartbeats, a stray log line), well below a checkpoint's rate. Resident growth: hung
+// Open MPI ranks (spinning, asleep, deadlocked, polling; sampled or not) mapped not one page in
+// 15 s; more than khugepaged adds to a process in one collapse into a huge page (under 2 MiB);
+// code filling new arrays adds that in well under a second (verification may look for only a
+// few tenths). A rare collapse in a hung job costs one alarm, not the hang: the next alarm comes.
+// Not page faults: automatic NUMA balancing makes a loop over old data fault without growing.
+inline constexpr std::uint64_t kIoProgressBytes = 1 << 20;
+inline constexpr std::uint64_t kResidentGrowthBytes = 2 << 20;
+
+struct WorkProgress {
+  enum class Kind { Io, Memory };
+  std::size_t rank;  // index into the counters given
+  Kind kind;
+  std::uint64_t bytes;  // read and written, or resident growth
+};
+
+// before[r] and after[r]: rank r's counters at two looks (nullopt: unknown, e.g. the rank exited).
+// Returns a rank that did at least min_io bytes of I/O, or whose resident size grew by at least
+// min_growth, in between.
+std::optional<WorkProgress> find_work(const std::vector<std::optional<WorkCounters>>& before,
+                                      const std::vector<std::optional<WorkCounters>>& after,
+                                      std::uint64_t min_io = kIoProgressBytes,
+                                      std::uint64_t min_growth = kResidentGrowthBytes);
+// "rank 3 is doing I/O: 12.0 MiB", "rank 0 is filling new memory: +24.0 MiB resident".
+std::string describe_work(const WorkProgress& work);
 
 // checks[c][r] is the state of rank r in check c (every check lists the same ranks). Returns the
 // ranks OUT_MPI in every check where they were known, and known at least once; empty means a

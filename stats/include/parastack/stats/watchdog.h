@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -45,9 +46,9 @@ class JobProbe {
   // The state of every rank 0..rank_count-1 now, for faulty-rank identification. By default from
   // snapshot(); a probe of a million ranks can do it without building a million snapshots.
   virtual std::vector<RankState> all_states(int rank_count);
-  // Every rank's I/O byte count now (nullopt where unknown); empty when the probe cannot tell, and
-  // then I/O progress is not part of verification.
-  virtual std::vector<std::optional<std::uint64_t>> io_bytes() = 0;
+  // Every rank's work counters now (nullopt where unknown); empty when the probe cannot tell, and
+  // then work is not part of verification.
+  virtual std::vector<std::optional<WorkCounters>> work_counters() = 0;
   // The ranks a debugger holds now or held since the last call, read without stopping anybody. A
   // job that a person holds is not hung by itself: no alarm is confirmed on samples taken while a
   // rank was held. Empty when none, or when the probe cannot tell (synthetic ranks).
@@ -172,13 +173,15 @@ class Watchdog {
   double last_t_ = 0;
   double longest_healthy_freeze_ = 0;  // seconds, from alarms that verification saw end
   double job_moved_at_ = -1;           // the latest movement a verification saw
-  // The I/O counters at a verification's first fresh snapshot: a later verification of evidence
-  // that began before then measures I/O from there, not only over its own (perhaps short) look.
-  struct IoMark {
+  // Work counters read while streaks run (at most one read a second) and at verifications' first
+  // fresh snapshots, oldest first: a verification measures work from the earliest read since its
+  // evidence began, not only over its own look (a few tenths of a second after early stasis).
+  struct WorkMark {
     double t;
-    std::vector<std::optional<std::uint64_t>> bytes;
+    std::vector<std::optional<WorkCounters>> counters;
   };
-  std::optional<IoMark> io_mark_;
+  std::deque<WorkMark> work_marks_;
+  void mark_work(JobProbe& probe);
   std::uint64_t observations_ = 0;
 };
 
