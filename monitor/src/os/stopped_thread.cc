@@ -92,9 +92,15 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
     return explain_denied(pid);
   };
   PtraceStatus seized = ptrace_seize(tid);
-  // A tracer that let go between the refusal and the look at /proc (another watchdog's sample,
-  // microseconds long) leaves what reads as "not ours": one more try tells.
-  if (seized == PtraceStatus::Denied && refused() == StopFailure::Denied) seized = ptrace_seize(tid);
+  if (seized == PtraceStatus::Denied) {
+    // One look at /proc decides: a second could see a tracer that has let go since, and turn a
+    // brief hold (which the caller waits out) into "permission denied".
+    const StopFailure why = refused();
+    if (why != StopFailure::Denied) return why;
+    // A tracer that let go between the refusal and the look (another watchdog's sample,
+    // microseconds long) leaves what reads as "not ours": one more try tells.
+    seized = ptrace_seize(tid);
+  }
   switch (seized) {
     case PtraceStatus::Ok:
       break;
