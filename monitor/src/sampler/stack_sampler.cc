@@ -12,6 +12,7 @@
 
 #include "os/proc.h"
 #include "os/remote_memory.h"
+#include "sampler/copied_memory.h"
 #include "sampler/path_signature.h"
 #include "sampler/process_image.h"
 
@@ -65,17 +66,12 @@ int copy_get_dyn_info_list_addr(unw_addr_space_t, unw_word_t*, void*) { return -
 int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int write, void*) {
   if (write) return -UNW_EINVAL;
   const Capture& c = *current_unwind->capture;
-  // Offsets, never address + 8: a garbage address near 2^64 (a corrupt frame) would wrap around
-  // and pass, and the copy would read far outside our buffer (a monitor crash seen in CI).
-  const auto inside = [](unw_word_t at, unw_word_t start, std::size_t size) {
-    return at >= start && size >= sizeof(unw_word_t) && at - start <= size - sizeof(unw_word_t);
-  };
-  if (inside(address, c.stack_start, c.stack.size())) {
+  if (copy_holds(address, sizeof(unw_word_t), c.stack_start, c.stack.size())) {
     std::memcpy(value, &c.stack[address - c.stack_start], sizeof(unw_word_t));
     return 0;
   }
   const auto vdso_offset = address - current_unwind->vdso_start;
-  if (inside(address, current_unwind->vdso_start, current_unwind->vdso_image.size())) {
+  if (copy_holds(address, sizeof(unw_word_t), current_unwind->vdso_start, current_unwind->vdso_image.size())) {
     std::memcpy(value, &current_unwind->vdso_image[vdso_offset], sizeof(unw_word_t));
     return 0;
   }
