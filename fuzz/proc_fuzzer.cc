@@ -1,7 +1,7 @@
 // The /proc parsers (os/proc.h) on anything: a process controls its own name and mappings, and a
 // file read while the process exits can be cut anywhere. The first byte picks the parser (0 stat,
-// 1 status, 2 maps, 3 io, 4 net/tcp); the rest is the file. A parser never throws, says EINVAL when it gives
-// nothing, and what it gives, written back in the kernel's layout, parses to the same value.
+// 1 status, 2 maps, 3 io, 4 net/tcp, 5 task/TID/syscall); the rest is the file. A parser never throws, says EINVAL when
+// it gives nothing, and what it gives, written back in the kernel's layout, parses to the same value.
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -104,12 +104,29 @@ void check_tcp_listeners(std::string_view text) {
   }
 }
 
+void check_syscall(std::string_view text) {
+  errno = 0;
+  const auto wait = parse_syscall(text);
+  if (!wait) {
+    FUZZ_REQUIRE(errno == EINVAL);
+    return;
+  }
+  std::string line = std::to_string(wait->syscall);
+  if (wait->syscall != -1) {
+    for (const auto arg : wait->args) line += " 0x" + hex(arg);
+  }
+  line += " 0x" + hex(wait->stack_pointer) + " 0x" + hex(wait->pc) + "\n";
+  const auto again = parse_syscall(line);
+  FUZZ_REQUIRE(again && again->syscall == wait->syscall && again->stack_pointer == wait->stack_pointer &&
+               again->pc == wait->pc && (wait->syscall == -1 || again->args == wait->args));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       check_stat(text);
       break;
@@ -122,8 +139,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 3:
       check_io(text);
       break;
-    default:
+    case 4:
       check_tcp_listeners(text);
+      break;
+    default:
+      check_syscall(text);
       break;
   }
   return 0;

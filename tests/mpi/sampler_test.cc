@@ -575,6 +575,43 @@ TEST(Sampler, AProcessWaitingInTheKernelIsLeftAloneAndSampledOnceItReturns) {
   EXPECT_TRUE(makes_progress(pid));
 }
 
+// A rank blocked in epoll_wait in its own code (an application's event loop) is sampled as it
+// waits, never stopped: a ptrace stop makes epoll_wait fail with EINTR (signal(7)), and this
+// program, like code that never expects a signal, then aborts the job (before: at the first sample).
+TEST(Sampler, ARankWaitingInEpollIsSampledWithoutBreakingItsWait) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "epoll"});
+  const auto launched = job.wait_ready();
+  const os::Pid pid{launched[1].pid};
+  const auto wait_now = [&] { return os::read_thread_wait(pid, os::main_thread(pid)); };
+  const auto in_epoll = [&] {
+    const auto wait = wait_now();
+    return wait && (wait->syscall == SYS_epoll_wait || wait->syscall == SYS_epoll_pwait);
+  };
+  for (int i = 0; i < 5000 && !in_epoll(); ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(in_epoll());
+  const auto before = wait_now();
+  StackSampler sampler;
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  std::set<std::uint64_t> paths;
+  for (int i = 0; i < 100; ++i) {
+    const auto s = sampler.sample(pid, with_frames);
+    ASSERT_FALSE(s.failure) << s.describe();
+    EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
+    EXPECT_EQ(s.stopped, 0ns) << "stopped in its wait";
+    std::vector<std::string> names;
+    for (const auto& f : s.frames) names.push_back(f.function);
+    const auto has = [&](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+    ASSERT_TRUE(has("wait_for_event") && has("main")) << ::testing::PrintToString(names);
+    paths.insert(s.path);
+  }
+  EXPECT_EQ(paths.size(), 1u);
+  EXPECT_FALSE(paths.contains(0));
+  // The very same wait, unbroken: a broken one would have aborted the job.
+  EXPECT_EQ(wait_now(), before);
+  EXPECT_TRUE(os::is_alive(*os::identify(pid)));
+}
+
 // Another tracer that holds a process for a moment, as a second watchdog's sample of the same job
 // does (parastack run inside a --parastack job), is waited out: the sample is taken once it lets
 // go, rather than reported "already traced by a debugger" (which the model takes for a debugger

@@ -8,13 +8,17 @@
  * Modes: wait (MPI_Irecv + MPI_Wait), recv, barrier, allreduce, testpoll (MPI_Irecv + an
  * MPI_Test loop), compute (a loop several frames deep), halo (a compute loop in a function whose
  * name starts with mpi_), finalize (MPI_Finalize, which waits for the last rank), clock (a loop
- * reading the thread's CPU clock, so that most of its time is spent inside the kernel's vdso).
+ * reading the thread's CPU clock, so that most of its time is spent inside the kernel's vdso),
+ * epoll (waits in epoll_wait for an event that never comes, and aborts the job if the wait ever
+ * fails, as code that expects no signal does: a ptrace stop would make it fail with EINTR).
  * Each rank writes $PS_READY_DIR/rank.N (its pid) just before entering its mode. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ready_file.h"
 
@@ -54,6 +58,22 @@ __attribute__((noinline, noreturn)) static void read_cpu_clock_forever(void) {
   }
 }
 
+__attribute__((noinline, noreturn)) static void wait_for_event(void) {
+  int pipe_ends[2];
+  const int poller = epoll_create1(0);
+  struct epoll_event event = {.events = EPOLLIN};
+  if (poller < 0 || pipe(pipe_ends) != 0 || epoll_ctl(poller, EPOLL_CTL_ADD, pipe_ends[0], &event) != 0) {
+    perror("ps_target: epoll set-up");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  for (;;) {
+    if (epoll_wait(poller, &event, 1, -1) < 0) {
+      perror("ps_target: epoll_wait");
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+}
+
 static void announce(int rank) {
   char name[64];
   snprintf(name, sizeof name, "rank.%d", rank);
@@ -74,6 +94,8 @@ static void run_mode(const char* mode, int rank, int size) {
   announce(rank);
   if (strcmp(mode, "clock") == 0) {
     read_cpu_clock_forever();
+  } else if (strcmp(mode, "epoll") == 0) {
+    wait_for_event();
   } else if (strcmp(mode, "halo") == 0) {
     mpi_exchange_halo();
   } else if (strcmp(mode, "wait") == 0) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +100,34 @@ TEST(ProcParse, ARealIoFile) {
   EXPECT_EQ(io->written_chars, 0u);
   EXPECT_NO_THROW(EXPECT_FALSE(parse_io("rchar: 12\n")));
   EXPECT_NO_THROW(EXPECT_FALSE(parse_io("rchar: -\nwchar: 1\n")));
+}
+
+TEST(ProcParse, ASyscallFileSaysWhereABlockedThreadWaits) {
+  // Read off a process blocked in epoll_wait, one blocked outside a call, and a running one.
+  const auto in_call =
+      parse_syscall("232 0x5 0x7ffe8c9b19ec 0x1 0xffffffff 0x0 0x7f2a794886d0 0x7ffe8c9b19c8 0x7f2a79394ef3\n");
+  ASSERT_TRUE(in_call);
+  EXPECT_EQ(in_call->syscall, 232);
+  EXPECT_EQ(in_call->args[0], 5u);
+  EXPECT_EQ(in_call->args[3], 0xffffffffu);
+  EXPECT_EQ(in_call->stack_pointer, 0x7ffe8c9b19c8u);
+  EXPECT_EQ(in_call->pc, 0x7f2a79394ef3u);
+  const auto outside = parse_syscall("-1 0x7ffd4b3c8a28 0x7f3e5b8e2d8a\n");
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->syscall, -1);
+  EXPECT_EQ(outside->stack_pointer, 0x7ffd4b3c8a28u);
+  EXPECT_EQ(outside->pc, 0x7f3e5b8e2d8au);
+  for (const char* broken :
+       {"running\n", "", "232 0x5\n", "232 0x5 0x1 0x1 0x1 0x1 0x1 0x1 zz\n", "232 0x5 0x1 0x1 0x1 0x1 0x1 0x1 0x\n",
+        "x 0x1 0x1 0x1 0x1 0x1 0x1 0x1 0x1\n", "7 0x1 0x2\n"}) {
+    EXPECT_NO_THROW(EXPECT_FALSE(parse_syscall(broken)) << broken);
+  }
+  // This thread, reading its own file, is in a call (read), with a stack pointer of its own stack.
+  const auto self = read_thread_wait(Pid{getpid()}, Tid{static_cast<pid_t>(gettid())});
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->syscall, SYS_read);
+  int on_my_stack = 0;
+  EXPECT_LT(self->stack_pointer, reinterpret_cast<std::uintptr_t>(&on_my_stack));
 }
 
 TEST(ProcParse, ARealMapsFile) {

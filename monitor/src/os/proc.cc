@@ -79,6 +79,12 @@ std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid) {
   return parse_stat(*text);
 }
 
+std::optional<ThreadWait> read_thread_wait(Pid pid, Tid tid) {
+  auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/syscall");
+  if (!text) return std::nullopt;
+  return parse_syscall(*text);
+}
+
 std::optional<std::unordered_map<std::string, std::string>> read_environ(Pid pid) {
   auto data = read_file_raw(proc_dir(pid) + "/environ");
   if (!data) return std::nullopt;
@@ -282,6 +288,45 @@ std::optional<IoCounters> parse_io(std::string_view text) {
     return std::nullopt;
   }
   return IoCounters{*read, *written};
+}
+
+std::optional<ThreadWait> parse_syscall(std::string_view text) {
+  // "232 0x5 0x7ffe8c9b19ec 0x1 0xffffffff 0x0 0x7f2a794886d0 0x7ffe8c9b19c8 0x7f2a79394ef3": the
+  // call, six arguments, sp, pc; "-1 0x7ffe8c9b19c8 0x7f2a79394ef3" when blocked outside a call;
+  // "running" otherwise (the kernel could not catch the thread asleep).
+  std::vector<std::string_view> fields;
+  for (std::size_t at = text.find_first_not_of(" \n"); at != std::string_view::npos;
+       at = text.find_first_not_of(" \n", at)) {
+    const auto end = std::min(text.find_first_of(" \n", at), text.size());
+    fields.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  const auto hex = [](std::string_view field) -> std::optional<std::uint64_t> {
+    if (!field.starts_with("0x")) return std::nullopt;
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(field.data() + 2, field.data() + field.size(), value, 16);
+    if (error != std::errc() || end != field.data() + field.size() || field.size() == 2) return std::nullopt;
+    return value;
+  };
+  ThreadWait wait;
+  const bool in_call = fields.size() == 9, outside_call = fields.size() == 3 && fields[0] == "-1";
+  if (in_call || outside_call) {
+    const auto [end, error] = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), wait.syscall);
+    bool ok = error == std::errc() && end == fields[0].data() + fields[0].size();
+    for (std::size_t i = 1; ok && i + 2 < fields.size(); ++i) {
+      const auto value = hex(fields[i]);
+      ok = value.has_value();
+      if (ok) wait.args[i - 1] = *value;
+    }
+    const auto sp = hex(fields[fields.size() - 2]), pc = hex(fields.back());
+    if (ok && sp && pc) {
+      wait.stack_pointer = *sp;
+      wait.pc = *pc;
+      return wait;
+    }
+  }
+  errno = EINVAL;
+  return std::nullopt;
 }
 
 std::vector<SocketPort> parse_tcp_listeners(std::string_view text) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,17 @@ struct ProcStat {
 inline constexpr unsigned long kTaskExiting = 0x4;  // PF_EXITING: the task has begun to exit
 std::optional<ProcStat> read_stat(Pid pid);
 std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid);
+
+// Where a blocked thread waits (/proc/PID/task/TID/syscall), read without stopping it: the system
+// call (-1: blocked, but not in one), its arguments, and the user stack pointer and pc it will
+// return to. nullopt while the thread runs (the kernel says "running") or when unreadable.
+struct ThreadWait {
+  long syscall = -1;
+  std::array<std::uint64_t, 6> args{};
+  std::uint64_t stack_pointer = 0, pc = 0;
+  bool operator==(const ThreadWait&) const = default;
+};
+std::optional<ThreadWait> read_thread_wait(Pid pid, Tid tid);
 
 std::optional<std::unordered_map<std::string, std::string>> read_environ(Pid pid);
 std::optional<std::vector<std::string>> read_cmdline(Pid pid);
@@ -78,6 +90,7 @@ std::optional<ProcStat> parse_stat(std::string_view text);
 std::optional<ProcStatus> parse_status(std::string_view text);
 std::optional<std::vector<Mapping>> parse_maps(std::string_view text);
 std::optional<IoCounters> parse_io(std::string_view text);
+std::optional<ThreadWait> parse_syscall(std::string_view text);
 // A /proc/net/tcp or tcp6 table: each LISTEN socket's inode and local port.
 struct SocketPort {
   std::uint64_t inode = 0;

@@ -1,6 +1,7 @@
 #include "os/stopped_thread.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
 
 #include <cerrno>
 
@@ -56,6 +57,31 @@ const char* to_string(StopFailure failure) {
       return "could not stop";
   }
   return "?";
+}
+
+bool stop_interrupts(long syscall) {
+  switch (syscall) {
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_epoll_pwait2:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_rt_sigtimedwait:
+    // Socket calls fail so only under a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which cannot be seen
+    // from outside: all of them are treated as if they had one.
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_recvmmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_sendmmsg:
+      return true;
+    default:
+      return false;
+  }
 }
 
 StopFailure failure_from_errno(int error) {

@@ -31,6 +31,13 @@ const char* to_string(StopFailure failure);
 // ESRCH mean it is gone, EPERM and EACCES that it is not ours; anything else is Failed.
 StopFailure failure_from_errno(int error);
 
+// Whether stopping a thread blocked in this system call (x86-64 numbers) makes the call fail with
+// EINTR once it resumes, though no handler ran and nothing was delivered: signal(7), "Interruption
+// of system calls and library functions by stop signals". A ptrace stop is such a stop: measured,
+// every sample of a thread in epoll_wait returned EINTR to the program. poll, select, read,
+// nanosleep and futex waits restart unseen.
+bool stop_interrupts(long syscall);
+
 // Blocks the termination signals for its lifetime; pending ones are delivered at destruction.
 class TerminationSignalsHeld {
  public:

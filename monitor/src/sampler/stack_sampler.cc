@@ -26,11 +26,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMaxFrames = 256;  // bad unwind info must not walk forever
 
-// What is copied while a thread is stopped.
+// What is copied while a thread is stopped (or, blocked in a call a stop would break, as it waits).
 struct Capture {
   user_regs_struct regs{};
   std::vector<std::uint8_t> stack;
   std::uint64_t stack_start = 0;
+  bool only_sp_and_pc = false;  // the other registers are unknown: read from /proc, not stopped
 };
 
 // libunwind hands its accessors the `arg` of whoever called them, and _UPT_find_proc_info passes
@@ -84,6 +85,8 @@ int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int
 int copy_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* value, int write, void*) {
   if (write) return -UNW_EINVAL;
   const user_regs_struct& r = current_unwind->capture->regs;
+  // An unwind that needs another register (a frame whose unwind rule is based on rbp) ends there.
+  if (current_unwind->capture->only_sp_and_pc && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) return -UNW_EBADREG;
   switch (reg) {
     case UNW_X86_64_RAX:
       *value = r.rax;
@@ -159,7 +162,8 @@ std::chrono::nanoseconds thread_cpu_now() {
 struct Unwound {
   std::vector<std::uint64_t> frames;
   bool complete = false;
-  std::string problem;  // why it could not even start (the stack copy failed)
+  std::string problem;     // why it could not even start (the stack copy failed)
+  bool unstopped = false;  // taken as the thread waited (sample_without_stopping): sp and pc only
 };
 
 Unwound walk(unw_cursor_t& cursor) {
@@ -196,8 +200,51 @@ struct ThreadResult {
   bool job_control_stopped = false;
 };
 
+// Copies the stack from capture.stack_start into capture.stack (up to its size); a failure that is
+// the thread's (gone, not ours) goes to result.failure, any other to result.unwound.problem.
+void copy_stack(os::Pid pid, Capture& capture, ThreadResult& result) {
+  const auto read = os::read_remote(pid, capture.stack_start, capture.stack.data(), capture.stack.size());
+  capture.stack.resize(read.bytes);
+  if (read.bytes == 0 && read.status == os::PtraceStatus::Failed) {
+    result.unwound.problem = "stack not readable at the stack pointer: " + std::string(std::strerror(read.error));
+  }
+  // Killed while stopped, or not ours after all: say so, rather than "incomplete unwind".
+  if (read.status == os::PtraceStatus::Gone) result.failure = os::StopFailure::Exited;
+  if (read.status == os::PtraceStatus::Denied) result.failure = os::StopFailure::Denied;
+}
+
+// A thread blocked in a call that a stop would break (os::stop_interrupts: epoll_wait returns
+// EINTR to a program that was only looked at) is sampled as it waits, never stopped: its stack
+// pointer and pc are in /proc, and its stack does not change until the call returns, which a
+// second look after the copy rules out. Only those two registers are known, so an unwind that
+// needs another (a frame built to unwind through rbp) stops there and the sample is Unknown,
+// rather than a stop that breaks the wait. nullopt: not in such a call (or it kept moving), stop it.
+std::optional<ThreadResult> sample_without_stopping(ProcessImage& image, os::Tid tid, const SampleOptions& options) {
+  for (int look = 0; look < 3; ++look) {
+    const auto wait = os::read_thread_wait(image.pid(), tid);
+    if (!wait || !os::stop_interrupts(wait->syscall)) return std::nullopt;
+    ThreadResult result;
+    Capture capture;
+    capture.only_sp_and_pc = true;
+    capture.regs.rsp = wait->stack_pointer;
+    capture.regs.rip = wait->pc;
+    capture.stack_start = wait->stack_pointer;
+    capture.stack.resize(options.stack_bytes);
+    copy_stack(image.pid(), capture, result);
+    if (result.failure) return result;
+    if (os::read_thread_wait(image.pid(), tid) != wait) continue;  // it returned meanwhile: look again
+    if (result.unwound.problem.empty()) result.unwound = unwind_copy(image, capture);
+    result.unwound.unstopped = true;
+    return result;
+  }
+  return std::nullopt;
+}
+
 // Stops one thread, takes what the path needs, resumes it.
 ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions& options) {
+  if (options.path == SamplePath::Fast) {
+    if (auto waiting = sample_without_stopping(image, tid, options)) return std::move(*waiting);
+  }
   ThreadResult result;
   Capture capture;
   {
@@ -217,14 +264,7 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
     if (options.path == SamplePath::Fast) {
       capture.stack.resize(options.stack_bytes);
       capture.stack_start = capture.regs.rsp;
-      const auto read = os::read_remote(image.pid(), capture.stack_start, capture.stack.data(), capture.stack.size());
-      capture.stack.resize(read.bytes);
-      if (read.bytes == 0 && read.status == os::PtraceStatus::Failed) {
-        result.unwound.problem = "stack not readable at the stack pointer: " + std::string(std::strerror(read.error));
-      }
-      // Killed while stopped, or not ours after all: say so, rather than "incomplete unwind".
-      if (read.status == os::PtraceStatus::Gone) result.failure = os::StopFailure::Exited;
-      if (read.status == os::PtraceStatus::Denied) result.failure = os::StopFailure::Denied;
+      copy_stack(image.pid(), capture, result);
       if (result.failure) return result;  // thread's destructor detaches
     } else if (options.path == SamplePath::Naive) {
       // Unwind through ptrace while stopped, naming every frame as we go: the slow way.
@@ -351,6 +391,9 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
   if (sample.state == stats::RankState::Unknown) {
     sample.note = !unwound.problem.empty() ? unwound.problem
                                            : "incomplete unwind (" + std::to_string(unwound.frames.size()) + " frames)";
+    if (unwound.unstopped && unwound.problem.empty()) {
+      sample.note += ", taken without stopping it: it waits in a call that a stop would break";
+    }
   }
   if (decision.entry_frame) {
     const std::size_t i = *decision.entry_frame;
