@@ -54,9 +54,11 @@ void check_status(std::string_view text) {
     FUZZ_REQUIRE(errno == EINVAL);
     return;
   }
-  const auto again = parse_status("Name:\tx\nTracerPid:\t" + std::to_string(status->tracer) + "\nUid:\t" +
+  const std::string state = status->state == '?' ? "" : std::string("State:\t") + status->state + " (x)\n";
+  const auto again = parse_status("Name:\tx\n" + state + "TracerPid:\t" + std::to_string(status->tracer) + "\nUid:\t" +
                                   std::to_string(status->real_uid) + "\t0\t0\t0\n");
-  FUZZ_REQUIRE(again && again->real_uid == status->real_uid && again->tracer == status->tracer);
+  FUZZ_REQUIRE(again && again->real_uid == status->real_uid && again->tracer == status->tracer &&
+               again->state == status->state);
 }
 
 void check_maps(std::string_view text) {

@@ -611,6 +611,43 @@ TEST(Sampler, ARankWaitingInEpollIsSampledWithoutBreakingItsWait) {
   // The very same wait, unbroken: a broken one would have aborted the job.
   EXPECT_EQ(wait_now(), before);
   EXPECT_TRUE(os::is_alive(*os::identify(pid)));
+
+  // Stopped by a signal (Ctrl-Z, kill -STOP) in that wait, the rank still shows the call in /proc,
+  // but it is no longer waiting in it: the sampler stops it like any other and says it is paused
+  // (the watch holds a paused job), rather than sample it as if it waited. The signal itself broke
+  // the wait (the rank aborts the job once continued): this ends the test.
+  ASSERT_EQ(::kill(pid.value, SIGSTOP), 0);
+  for (int i = 0; i < 5000 && os::read_stat(pid)->state != 'T'; ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_EQ(os::read_stat(pid)->state, 'T');
+  ASSERT_TRUE(in_epoll()) << "/proc no longer shows a stopped thread's call: this part proves nothing";
+  const auto paused = sampler.sample(pid);
+  ASSERT_FALSE(paused.failure) << paused.describe();
+  EXPECT_TRUE(paused.job_control_stopped);
+  // Back in its stop once the detach's kick is over (JobControlStoppedProcessStaysStopped).
+  for (int i = 0; i < 1000 && os::read_stat(pid)->state != 'T'; ++i) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(os::read_stat(pid)->state, 'T') << "a paused rank was resumed";
+}
+
+// A debugger attached to such a rank (seized, and left running in its wait) is still a debugger:
+// the sample says "already traced", as for any rank a debugger holds, and is not taken behind its
+// back from /proc.
+TEST(Sampler, ARankWaitingInEpollUnderADebuggerIsReportedTraced) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "epoll"});
+  const auto launched = job.wait_ready();
+  const os::Pid pid{launched[1].pid};
+  const auto in_epoll = [&] {
+    const auto wait = os::read_thread_wait(pid, os::main_thread(pid));
+    return wait && (wait->syscall == SYS_epoll_wait || wait->syscall == SYS_epoll_pwait);
+  };
+  for (int i = 0; i < 5000 && !in_epoll(); ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(in_epoll());
+  // This test thread is the debugger; seizing stops nothing. The job is killed at the end, as
+  // letting go of a seized thread needs a stop, which would break its wait.
+  ASSERT_EQ(::ptrace(PTRACE_SEIZE, pid.value, nullptr, nullptr), 0);
+  ASSERT_TRUE(in_epoll());
+  StackSampler sampler;
+  EXPECT_EQ(sampler.sample(pid).failure, os::StopFailure::AlreadyTraced);
+  EXPECT_TRUE(in_epoll()) << "the debugger's rank was stopped";
 }
 
 // Another tracer that holds a process for a moment, as a second watchdog's sample of the same job

@@ -104,6 +104,12 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid) {
 
 std::optional<ProcStatus> read_status(Pid pid) { return read_parsed(pid, "status", parse_status); }
 
+std::optional<ProcStatus> read_thread_status(Pid pid, Tid tid) {
+  auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/status");
+  if (!text) return std::nullopt;
+  return parse_status(*text);
+}
+
 std::optional<ProcessIdentity> identify(Pid pid) {
   const auto stat = read_stat(pid);
   if (!stat) return std::nullopt;
@@ -249,7 +255,10 @@ std::optional<ProcStatus> parse_status(std::string_view text) {
     errno = EINVAL;
     return std::nullopt;
   }
-  return ProcStatus{*uid, *tracer};
+  // "State:\tS (sleeping)"
+  const auto state = value_of(text, "State:");
+  const auto letter = state.find_first_not_of(" \t");
+  return ProcStatus{*uid, *tracer, letter == std::string_view::npos ? '?' : state[letter]};
 }
 
 std::optional<std::vector<Mapping>> parse_maps(std::string_view text) {

@@ -49,8 +49,10 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid);
 struct ProcStatus {
   uid_t real_uid = 0;
   pid_t tracer = 0;  // TracerPid: non-zero while a debugger (or another monitor) traces it
+  char state = '?';  // as ProcStat's; '?' when the file has no State line
 };
 std::optional<ProcStatus> read_status(Pid pid);
+std::optional<ProcStatus> read_thread_status(Pid pid, Tid tid);
 
 // The identity of the process that has `pid` now; nullopt if there is none.
 std::optional<ProcessIdentity> identify(Pid pid);

@@ -218,11 +218,16 @@ void copy_stack(os::Pid pid, Capture& capture, ThreadResult& result) {
 // pointer and pc are in /proc, and its stack does not change until the call returns, which a
 // second look after the copy rules out. Only those two registers are known, so an unwind that
 // needs another (a frame built to unwind through rbp) stops there and the sample is Unknown,
-// rather than a stop that breaks the wait. nullopt: not in such a call (or it kept moving), stop it.
+// rather than a stop that breaks the wait. Only a thread asleep (state S) and traced by no one:
+// one stopped by a signal or a tracer still shows the call it was in when it stopped, and a stop
+// tells what it is (job_control_stopped; already traced) and breaks nothing, the wait being
+// broken already. nullopt: not in such a wait (or it kept moving), stop it.
 std::optional<ThreadResult> sample_without_stopping(ProcessImage& image, os::Tid tid, const SampleOptions& options) {
   for (int look = 0; look < 3; ++look) {
     const auto wait = os::read_thread_wait(image.pid(), tid);
     if (!wait || !os::stop_interrupts(wait->syscall)) return std::nullopt;
+    const auto status = os::read_thread_status(image.pid(), tid);
+    if (!status || status->state != 'S' || status->tracer != 0) return std::nullopt;
     ThreadResult result;
     Capture capture;
     capture.only_sp_and_pc = true;
