@@ -628,6 +628,65 @@ TEST(Sampler, ARankWaitingInEpollIsSampledWithoutBreakingItsWait) {
   EXPECT_EQ(os::read_stat(pid)->state, 'T') << "a paused rank was resumed";
 }
 
+// Each call in os::stop_interrupts that a test program can wait in: a thread waiting there is
+// sampled without a stop, 20 times, and its wait goes on unbroken; then one plain ptrace stop
+// (seize, interrupt, detach: what the sampler did before) breaks it. The second half is the kernel
+// behaviour the list stands on, so a kernel that stops breaking a call fails here, and so would
+// one more call found in the list by mistake.
+struct WaitThatAStopBreaks {
+  const char* call;
+  long syscall;
+};
+
+void PrintTo(const WaitThatAStopBreaks& w, std::ostream* out) { *out << w.call; }
+
+class WaitsThatAStopBreaks : public ::testing::TestWithParam<WaitThatAStopBreaks> {};
+
+TEST_P(WaitsThatAStopBreaks, AreSampledAsTheyWaitAndAStopWouldHaveBrokenThem) {
+  const auto [call, syscall] = GetParam();
+  testing::ChildProcess waiting({test_program("ps_nompi"), "wait", call});
+  for (int i = 0; i < 15000 && waiting.running() && !std::filesystem::exists(waiting.ready_dir() / "nompi"); ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  // A site may disable io_uring (kernel.io_uring_disabled) or a container forbid it: nothing to test.
+  if (!waiting.running() && waiting.wait_exit(0s) == 2) GTEST_SKIP() << call << " cannot be set up on this machine";
+  const os::Pid pid{waiting.wait_ready_file("nompi", 30s)};
+  const auto wait_now = [&] { return os::read_thread_wait(pid, os::main_thread(pid)); };
+  for (int i = 0; i < 5000 && (!wait_now() || wait_now()->syscall != syscall); ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  const auto before = wait_now();
+  ASSERT_TRUE(before && before->syscall == syscall) << call << " never waited in system call " << syscall;
+  EXPECT_TRUE(os::stop_interrupts(syscall));
+  StackSampler sampler;
+  for (int i = 0; i < 20; ++i) {
+    const auto s = sampler.sample(pid);
+    ASSERT_FALSE(s.failure) << s.describe();
+    EXPECT_EQ(s.state, RankState::OutMpi) << s.describe();
+    EXPECT_EQ(s.stopped, 0ns);
+  }
+  EXPECT_EQ(wait_now(), before) << "the wait was broken";
+  ASSERT_TRUE(waiting.running());
+
+  ASSERT_EQ(::ptrace(PTRACE_SEIZE, pid.value, nullptr, nullptr), 0);
+  ASSERT_EQ(::ptrace(PTRACE_INTERRUPT, pid.value, nullptr, nullptr), 0);
+  ASSERT_EQ(::waitpid(pid.value, nullptr, __WALL), pid.value);
+  ASSERT_EQ(::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr), 0);
+  EXPECT_EQ(waiting.wait_exit(30s), 3) << "one stop did not break " << call;
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, WaitsThatAStopBreaks,
+                         ::testing::Values(WaitThatAStopBreaks{"epoll", SYS_epoll_wait},
+                                           WaitThatAStopBreaks{"io_uring", SYS_io_uring_enter},
+                                           WaitThatAStopBreaks{"aio", SYS_io_getevents},
+                                           WaitThatAStopBreaks{"sigwait", SYS_rt_sigtimedwait},
+                                           WaitThatAStopBreaks{"recv-timeout", SYS_recvfrom}),
+                         [](const auto& test) {
+                           std::string name = test.param.call;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 // A debugger attached to such a rank (seized, and left running in its wait) is still a debugger:
 // the sample says "already traced", as for any rank a debugger holds, and is not taken behind its
 // back from /proc.

@@ -5,8 +5,21 @@
  *                       corrupted its stack pointer): nothing can be read at it
  *   ps_nompi kernel F   waits uninterruptibly in the kernel (state D, as a reader of a stalled
  *                       NFS mount does: vfork's parent waits for its child) until file F exists,
- *                       then spins */
+ *                       then spins
+ *   ps_nompi wait CALL  waits for ever in CALL, one that a stop breaks with EINTR: epoll
+ *                       (epoll_wait), io_uring (io_uring_enter), aio (io_getevents), sigwait
+ *                       (sigwaitinfo), recv-timeout (recv under SO_RCVTIMEO); exits 3 if the call
+ *                       ever fails, as code that expects no signal does, and 2 if it cannot be
+ *                       set up here (io_uring disabled, say) */
+#include <errno.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,11 +48,68 @@ static void wait_in_the_kernel_until(const char* file) {
   if (child > 0) waitpid(child, NULL, 0);
 }
 
+static void fail(const char* call, int status) {
+  fprintf(stderr, "ps_nompi: %s: %s\n", call, strerror(errno));
+  exit(status);
+}
+
+__attribute__((noinline, noreturn)) static void wait_in(const char* call) {
+  int pipe_ends[2], sockets[2], poller = -1, ring = -1;
+  aio_context_t aio = 0;
+  sigset_t signals;
+  if (pipe(pipe_ends) != 0) fail("pipe", 2);
+  if (strcmp(call, "epoll") == 0) {
+    struct epoll_event event = {.events = EPOLLIN};
+    poller = epoll_create1(0);
+    if (poller < 0 || epoll_ctl(poller, EPOLL_CTL_ADD, pipe_ends[0], &event) != 0) fail(call, 2);
+  } else if (strcmp(call, "io_uring") == 0) {
+    struct io_uring_params params;
+    memset(&params, 0, sizeof params);
+    ring = (int)syscall(SYS_io_uring_setup, 4, &params);
+    if (ring < 0) fail(call, 2);
+  } else if (strcmp(call, "aio") == 0) {
+    if (syscall(SYS_io_setup, 4, &aio) != 0) fail(call, 2);
+  } else if (strcmp(call, "sigwait") == 0) {
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGUSR1);
+    if (sigprocmask(SIG_BLOCK, &signals, NULL) != 0) fail(call, 2);
+  } else if (strcmp(call, "recv-timeout") == 0) {
+    const struct timeval long_timeout = {100000, 0};
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sockets) != 0 ||
+        setsockopt(sockets[0], SOL_SOCKET, SO_RCVTIMEO, &long_timeout, sizeof long_timeout) != 0) {
+      fail(call, 2);
+    }
+  } else {
+    fprintf(stderr, "ps_nompi: unknown call %s\n", call);
+    exit(2);
+  }
+  write_ready_file("nompi");
+  for (;;) {
+    long result = 0;
+    if (poller >= 0) {
+      struct epoll_event event;
+      result = epoll_wait(poller, &event, 1, -1);
+    } else if (ring >= 0) {
+      result = syscall(SYS_io_uring_enter, ring, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+    } else if (aio != 0) {
+      struct io_event event;
+      result = syscall(SYS_io_getevents, aio, 1, 1, &event, NULL);
+    } else if (strcmp(call, "sigwait") == 0) {
+      result = sigwaitinfo(&signals, NULL);
+    } else {
+      char byte;
+      result = recv(sockets[0], &byte, 1, 0);
+    }
+    if (result < 0) fail(call, 3);
+  }
+}
+
 int main(int argc, char** argv) {
   const int lost_stack = argc >= 2 && strcmp(argv[1], "lost-stack") == 0;
   const int in_kernel = argc >= 3 && strcmp(argv[1], "kernel") == 0;
+  if (argc >= 3 && strcmp(argv[1], "wait") == 0) wait_in(argv[2]);
   if (argc < 2 || (!lost_stack && !in_kernel && strcmp(argv[1], "spin") != 0)) {
-    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE\n");
+    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE|wait CALL\n");
     return 2;
   }
   write_ready_file("nompi");

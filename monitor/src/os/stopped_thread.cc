@@ -67,6 +67,9 @@ bool stop_interrupts(long syscall) {
     case SYS_semop:
     case SYS_semtimedop:
     case SYS_rt_sigtimedwait:
+    case SYS_io_uring_enter:  // waiting for completions
+    case SYS_io_getevents:
+    case SYS_io_pgetevents:
     // Socket calls fail so only under a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which cannot be seen
     // from outside: all of them are treated as if they had one.
     case SYS_accept:
