@@ -576,6 +576,14 @@ TEST(Sampler, AProcessWaitingInTheKernelIsLeftAloneAndSampledOnceItReturns) {
   EXPECT_TRUE(makes_progress(pid));
 }
 
+// The system call a process's main thread is blocked in now (from /proc, without a stop); -1 if none.
+long blocked_in(os::Pid pid) {
+  const auto wait = os::read_thread_wait(pid, os::main_thread(pid));
+  return wait ? wait->syscall : -1;
+}
+
+bool in_epoll_wait(os::Pid pid) { return blocked_in(pid) == SYS_epoll_wait || blocked_in(pid) == SYS_epoll_pwait; }
+
 // A rank blocked in epoll_wait in its own code (an application's event loop) is sampled as it
 // waits, never stopped: a ptrace stop makes epoll_wait fail with EINTR (signal(7)), and this
 // program, like code that never expects a signal, then aborts the job (before: at the first sample).
@@ -584,12 +592,8 @@ TEST(Sampler, ARankWaitingInEpollIsSampledWithoutBreakingItsWait) {
   const auto launched = job.wait_ready();
   const os::Pid pid{launched[1].pid};
   const auto wait_now = [&] { return os::read_thread_wait(pid, os::main_thread(pid)); };
-  const auto in_epoll = [&] {
-    const auto wait = wait_now();
-    return wait && (wait->syscall == SYS_epoll_wait || wait->syscall == SYS_epoll_pwait);
-  };
-  for (int i = 0; i < 5000 && !in_epoll(); ++i) std::this_thread::sleep_for(2ms);
-  ASSERT_TRUE(in_epoll());
+  for (int i = 0; i < 5000 && !in_epoll_wait(pid); ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(in_epoll_wait(pid));
   const auto before = wait_now();
   StackSampler sampler;
   SampleOptions with_frames;
@@ -619,7 +623,7 @@ TEST(Sampler, ARankWaitingInEpollIsSampledWithoutBreakingItsWait) {
   ASSERT_EQ(::kill(pid.value, SIGSTOP), 0);
   for (int i = 0; i < 5000 && os::read_stat(pid)->state != 'T'; ++i) std::this_thread::sleep_for(2ms);
   ASSERT_EQ(os::read_stat(pid)->state, 'T');
-  ASSERT_TRUE(in_epoll()) << "/proc no longer shows a stopped thread's call: this part proves nothing";
+  ASSERT_TRUE(in_epoll_wait(pid)) << "/proc no longer shows a stopped thread's call: this part proves nothing";
   const auto paused = sampler.sample(pid);
   ASSERT_FALSE(paused.failure) << paused.describe();
   EXPECT_TRUE(paused.job_control_stopped);
@@ -652,9 +656,7 @@ TEST_P(WaitsThatAStopBreaks, AreSampledAsTheyWaitAndAStopWouldHaveBrokenThem) {
   if (!waiting.running() && waiting.wait_exit(0s) == 2) GTEST_SKIP() << call << " cannot be set up on this machine";
   const os::Pid pid{waiting.wait_ready_file("nompi", 30s)};
   const auto wait_now = [&] { return os::read_thread_wait(pid, os::main_thread(pid)); };
-  for (int i = 0; i < 5000 && (!wait_now() || wait_now()->syscall != syscall); ++i) {
-    std::this_thread::sleep_for(2ms);
-  }
+  for (int i = 0; i < 5000 && blocked_in(pid) != syscall; ++i) std::this_thread::sleep_for(2ms);
   const auto before = wait_now();
   ASSERT_TRUE(before && before->syscall == syscall) << call << " never waited in system call " << syscall;
   EXPECT_TRUE(os::stop_interrupts(syscall));
@@ -694,19 +696,15 @@ TEST(Sampler, ARankWaitingInEpollUnderADebuggerIsReportedTraced) {
   MpiJob job(2, test_program("ps_target"), {"barrier", "epoll"});
   const auto launched = job.wait_ready();
   const os::Pid pid{launched[1].pid};
-  const auto in_epoll = [&] {
-    const auto wait = os::read_thread_wait(pid, os::main_thread(pid));
-    return wait && (wait->syscall == SYS_epoll_wait || wait->syscall == SYS_epoll_pwait);
-  };
-  for (int i = 0; i < 5000 && !in_epoll(); ++i) std::this_thread::sleep_for(2ms);
-  ASSERT_TRUE(in_epoll());
+  for (int i = 0; i < 5000 && !in_epoll_wait(pid); ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(in_epoll_wait(pid));
   // This test thread is the debugger; seizing stops nothing. The job is killed at the end, as
   // letting go of a seized thread needs a stop, which would break its wait.
   ASSERT_EQ(::ptrace(PTRACE_SEIZE, pid.value, nullptr, nullptr), 0);
-  ASSERT_TRUE(in_epoll());
+  ASSERT_TRUE(in_epoll_wait(pid));
   StackSampler sampler;
   EXPECT_EQ(sampler.sample(pid).failure, os::StopFailure::AlreadyTraced);
-  EXPECT_TRUE(in_epoll()) << "the debugger's rank was stopped";
+  EXPECT_TRUE(in_epoll_wait(pid)) << "the debugger's rank was stopped";
 }
 
 // Another tracer that holds a process for a moment, as a second watchdog's sample of the same job

@@ -67,22 +67,24 @@ auto read_parsed(Pid pid, const char* name, Parse parse) -> decltype(parse(std::
   return parse(*text);
 }
 
+// The file /proc/PID/task/TID/NAME read whole and parsed, as read_parsed.
+template <class Parse>
+auto read_thread_parsed(Pid pid, Tid tid, const char* name, Parse parse) -> decltype(parse(std::string_view())) {
+  const auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/" + name);
+  if (!text) return std::nullopt;
+  return parse(*text);
+}
+
 }  // namespace
 
 std::optional<std::string> read_text_file(const std::string& path) { return read_file_raw(path); }
 
 std::optional<ProcStat> read_stat(Pid pid) { return read_parsed(pid, "stat", parse_stat); }
 
-std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid) {
-  auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/stat");
-  if (!text) return std::nullopt;
-  return parse_stat(*text);
-}
+std::optional<ProcStat> read_thread_stat(Pid pid, Tid tid) { return read_thread_parsed(pid, tid, "stat", parse_stat); }
 
 std::optional<ThreadWait> read_thread_wait(Pid pid, Tid tid) {
-  auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/syscall");
-  if (!text) return std::nullopt;
-  return parse_syscall(*text);
+  return read_thread_parsed(pid, tid, "syscall", parse_syscall);
 }
 
 std::optional<std::unordered_map<std::string, std::string>> read_environ(Pid pid) {
@@ -105,9 +107,7 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid) {
 std::optional<ProcStatus> read_status(Pid pid) { return read_parsed(pid, "status", parse_status); }
 
 std::optional<ProcStatus> read_thread_status(Pid pid, Tid tid) {
-  auto text = read_file_raw(proc_dir(pid) + "/task/" + std::to_string(tid.value) + "/status");
-  if (!text) return std::nullopt;
-  return parse_status(*text);
+  return read_thread_parsed(pid, tid, "status", parse_status);
 }
 
 std::optional<ProcessIdentity> identify(Pid pid) {
