@@ -286,7 +286,7 @@ TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
   const auto launched = job.wait_ready();
   StackSampler sampler;
   int valid = 0, exited = 0;
-  while (::kill(job.launcher_pid(), 0) == 0 || exited == 0) {
+  while (job.launcher().running() || exited == 0) {  // running() reaps: an ended mpirun is no zombie
     for (const auto& r : launched) {
       const auto s = sampler.sample(os::Pid{r.pid});
       if (s.failure) {
@@ -575,6 +575,42 @@ TEST(Sampler, AProcessWaitingInTheKernelIsLeftAloneAndSampledOnceItReturns) {
   EXPECT_EQ(settle(sampler, pid, RankState::OutMpi).state, RankState::OutMpi);
   EXPECT_TRUE(makes_progress(pid));
 }
+
+// A rank killed while a sample holds one of its threads (mpirun aborting the job, the OOM killer,
+// a crash in another thread) ends as a zombie that, traced, is reported to the monitor and not to
+// its parent; and a process whose thread is an unreaped zombie is not reported at all. Before,
+// the detach failed (ESRCH) and nobody reaped it: mpirun waited for the rank until the monitor
+// exited, and a batch job's monitors exit when its script does: the job never ended.
+class HeldWhenKilled : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HeldWhenKilled, ARankKilledWhileHeldStillEndsItsJob) {
+  const bool hold_main_thread = GetParam();
+  MpiJob job(2, test_program("ps_target"), {"barrier", "compute"});
+  const auto launched = job.wait_ready();
+  const os::ProcessIdentity rank = *os::identify(os::Pid{launched[1].pid});
+  std::optional<os::Tid> tid;
+  for (const auto t : os::list_threads(rank.pid)) {
+    if ((t == os::main_thread(rank.pid)) == hold_main_thread) tid = t;
+  }
+  ASSERT_TRUE(tid) << "rank 1 has no thread but its main one";
+  {
+    auto held = os::StoppedThread::stop(rank, *tid);
+    ASSERT_TRUE(std::holds_alternative<os::StoppedThread>(held));
+    ASSERT_EQ(::kill(rank.pid.value, SIGKILL), 0);
+    // The held thread ends as a zombie, which only its tracer, this test, can reap.
+    const auto state = [&] {
+      const auto stat = os::read_thread_stat(rank.pid, *tid);
+      return stat ? stat->state : '?';
+    };
+    for (int i = 0; i < 5000 && state() != 'Z'; ++i) std::this_thread::sleep_for(2ms);
+    ASSERT_EQ(state(), 'Z');
+  }  // the sample ends: its detach fails, and the zombie is reaped
+  EXPECT_NE(job.launcher().wait_exit(60s), -1) << "mpirun never saw its rank end";
+  EXPECT_FALSE(os::is_alive(rank));
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, HeldWhenKilled, ::testing::Values(true, false),
+                         [](const auto& test) { return test.param ? "MainThread" : "AnotherThread"; });
 
 // The system call a process's main thread is blocked in now (from /proc, without a stop); -1 if none.
 long blocked_in(os::Pid pid) {

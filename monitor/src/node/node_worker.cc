@@ -10,6 +10,7 @@
 #include "node/progress_facts.h"
 #include "node/stack_views.h"
 #include "os/proc.h"
+#include "os/ptrace.h"
 #include "os/signal.h"
 #include "sampler/progress_reader.h"
 
@@ -27,6 +28,9 @@ LiveNodeWorker::LiveNodeWorker(sampler::JobSelector selector, NodeShare share, s
     : selector_(std::move(selector)), share_(share), options_(options) {}
 
 std::vector<NodeRank> LiveNodeWorker::discover(const std::vector<std::string>& launches) {
+  // A rank that died while a sample held one of its threads may have left it to us to reap; with
+  // no rank left to sample here, nothing else would (os/ptrace.h).
+  os::reap_dying_tracees();
   selector_.launches = launches;
   const auto discovery = sampler::discover_ranks(selector_);
   for (const auto& problem : discovery.problems) {

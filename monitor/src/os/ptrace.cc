@@ -3,8 +3,12 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <csignal>
+#include <mutex>
+#include <vector>
 
 namespace parastack::os {
 
@@ -50,8 +54,52 @@ PtraceStatus ptrace_interrupt(Tid tid) { return call(PTRACE_INTERRUPT, tid, null
 
 PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs) { return call(PTRACE_GETREGS, tid, nullptr, &regs); }
 
+namespace {
+
+// Threads that could not be detached and were not reaped yet: a zombie's tid stays its own until
+// its tracer reaps it, so none of these can name another thread meanwhile.
+std::mutex dying_mutex;
+std::vector<pid_t> dying;
+
+// Reaps `tid` if it has ended; true when it is no longer ours to reap (reaped, or not our tracee).
+bool reaped(pid_t tid) {
+  while (true) {
+    int status = 0;
+    const pid_t got = ::waitpid(tid, &status, __WALL | WNOHANG);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == tid && WIFSTOPPED(status)) {
+      // A dying thread passes no stop; should one come all the same, it is never left stopped.
+      const int pending = (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+      ::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(pending)));
+    }
+    return got != 0;  // reaped, let go, or not ours (ECHILD)
+  }
+}
+
+}  // namespace
+
 PtraceStatus ptrace_detach(Tid tid, int signal) {
-  return call(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
+  reap_dying_tracees();
+  const PtraceStatus detached = call(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
+  if (detached != PtraceStatus::Gone) return detached;
+  // Not in a stop any more: a fatal signal woke it (its process exited from another thread, was
+  // killed, or exec'd). Traced, its end is reported to us and not to its parent, and a thread
+  // group's leader is not reported at all while one of its threads is an unreaped zombie: until
+  // we reap it, the rank's mpirun or slurmstepd waits for a process that is gone, and the job
+  // never ends (measured: a parent's wait returned only when the tracer exited). Its exit takes
+  // microseconds; one that takes longer (a core dump) is reaped by a later call.
+  for (int look = 0; look < 100; ++look) {
+    if (reaped(tid.value)) return detached;
+    ::usleep(100);
+  }
+  const std::lock_guard lock(dying_mutex);
+  dying.push_back(tid.value);
+  return detached;
+}
+
+void reap_dying_tracees() {
+  const std::lock_guard lock(dying_mutex);
+  std::erase_if(dying, reaped);
 }
 
 StopReport wait_for_stop(Tid tid) {

@@ -24,7 +24,12 @@ PtraceStatus ptrace_seize(Tid tid);
 PtraceStatus ptrace_interrupt(Tid tid);
 PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs);
 // Detach, delivering `signal` (0: none) if the stop swallowed one that was meant for the target.
+// A thread that cannot be detached (Gone: a fatal signal woke it from its stop) is reaped, now or
+// by a later call, so that its process's end reaches its parent (see ptrace.cc).
 PtraceStatus ptrace_detach(Tid tid, int signal);
+// Reaps the threads ptrace_detach could not reap yet; called by every detach, and by a monitor's
+// rounds, which may have nothing left to detach once the job's ranks are gone.
+void reap_dying_tracees();
 
 // What the seized thread reported after PTRACE_INTERRUPT.
 enum class StopKind {

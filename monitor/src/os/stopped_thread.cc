@@ -108,6 +108,7 @@ TerminationSignalsHeld::TerminationSignalsHeld() {
 TerminationSignalsHeld::~TerminationSignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 
 std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdentity& process, Tid tid) {
+  reap_dying_tracees();  // before anything else: their processes' ends wait for it
   const Pid pid = process.pid;
   // Seized and interrupted in an uninterruptible wait, a thread stops only when the wait ends
   // (seconds or hours on a stalled NFS or Lustre mount), and a seized thread cannot be let go
@@ -163,7 +164,7 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
       return StoppedThread(tid, report.signal, false);
     case StopKind::Exited:
     case StopKind::Gone:
-      ptrace_detach(tid, 0);  // harmless if it is gone; required if it is a zombie still traced
+      ptrace_detach(tid, 0);  // harmless if it is gone; reaps it if it is a zombie still traced
       return StopFailure::Exited;
   }
   return StopFailure::Failed;
