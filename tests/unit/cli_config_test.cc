@@ -179,6 +179,26 @@ TEST(SiteConfig, TheSchedulersSettingsAreSkippedNotRefused) {
   EXPECT_DOUBLE_EQ(parsed.alpha, 0.01);
 }
 
+// The same file serves the batch jobs' watch: a key of theirs that `parastack run` has no use for
+// (monitor-timeout: one node's run has no other monitors to wait for) is left alone. Refused, it
+// made every `parastack run` on a node whose parastack.conf set it exit 2.
+TEST(SiteConfig, TheBatchJobsOwnSettingsAreSkippedByParastackRun) {
+  CLI::App app;
+  add_run_command(app);
+  CLI::App* run = app.get_subcommand("run");
+  app.parse(std::vector<std::string>{"true", "--", "run"});
+  std::vector<Setting> settings;
+  int line = 0;
+  for (const auto& key : kJobOptions) {
+    if (!run->get_option_no_throw("--" + key)) settings.push_back({key, "30", ++line});
+  }
+  ASSERT_EQ(settings.size(), 1u);
+  EXPECT_EQ(settings.front().key, "monitor-timeout");
+  EXPECT_EQ(apply_site_config(*run, "site.conf", settings), std::nullopt);
+  EXPECT_EQ(apply_site_config(*run, "site.conf", {{"monitor-timout", "30", 7}}),
+            "site.conf line 7: unknown setting 'monitor-timout'");
+}
+
 TEST(SiteConfig, UnknownKeysBadValuesAndNestedFilesAreRefusedWithFileAndLine) {
   {
     Parsed parsed({});

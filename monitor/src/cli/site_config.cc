@@ -1,5 +1,7 @@
 #include "cli/site_config.h"
 
+#include "cli/job_options.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -65,6 +67,9 @@ std::optional<std::string> apply_site_config(CLI::App& command, const std::strin
     try {
       option = command.get_option("--" + s.key);
     } catch (const CLI::OptionNotFound&) {
+      // A setting of the batch jobs' watch that this command has no use for (monitor-timeout: one
+      // node's `parastack run` has no other monitors to wait for) is theirs, not a typo.
+      if (std::find(kJobOptions.begin(), kJobOptions.end(), s.key) != kJobOptions.end()) continue;
       return where + "unknown setting '" + s.key + "'";
     }
     if (s.key == "config") return where + "a configuration file cannot name another";
