@@ -1,10 +1,13 @@
 // `parastack run` misused: each mistake gets a clear message and a non-zero status, and nothing is
 // launched when the mistake is in parastack's own options or configuration.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "support/mpi_job.h"
 
@@ -129,6 +132,72 @@ TEST(RunConfig, SiteValuesApplyAndTheCommandLineOverridesThem) {
   EXPECT_NE(result.err.find("alpha 0.01, 4 ranks per set"), std::string::npos) << result.err;
   result = run_parastack({"run", "--config", config.string(), "--alpha", "0.05", "--", "true"}, dir);
   EXPECT_NE(result.err.find("alpha 0.05, 4 ranks per set"), std::string::npos) << result.err;
+}
+
+// Polls `done` (a file the job writes, a line parastack logs) until it holds or `limit` passes.
+template <class Condition>
+bool await(Condition done, std::chrono::seconds limit = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// Signals to parastack are the job's, whenever they come: here while parastack waits for a job in
+// which it found no MPI rank (it waits in waitpid), two different ones in a row. Before, both
+// were caught and kept in one slot that nobody read any more: the job never got them.
+TEST(RunSignals, EverySignalReachesTheJobWhileParastackWaitsForIt) {
+  TempDir dir;
+  const auto got = dir.path() / "got";
+  const std::string job =
+      "trap 'echo USR1 >> got' USR1; trap 'echo TERM >> got; exit 7' TERM; "
+      "echo $$ > ready; while :; do sleep 0.05; done";
+  ChildProcess parastack(
+      {PARASTACK_BIN, "run", "--startup-timeout", "0.5", "--", "sh", "-c", job},
+      ChildOptions{
+          {"PARASTACK_CONFIG="}, (dir.path() / "out").string(), (dir.path() / "err").string(), dir.path().string()});
+  ASSERT_TRUE(await([&] { return read_file(dir.path() / "err").find("no MPI rank appeared") != std::string::npos; }))
+      << read_file(dir.path() / "err");
+  ASSERT_EQ(::kill(parastack.pid(), SIGUSR1), 0);
+  ASSERT_EQ(::kill(parastack.pid(), SIGTERM), 0);
+  EXPECT_TRUE(await([&] {
+    const auto lines = read_file(got);
+    return lines.find("USR1") != std::string::npos && lines.find("TERM") != std::string::npos;
+  })) << "the job got: '"
+      << read_file(got) << "'";
+  EXPECT_EQ(parastack.wait_exit(30s), 5) << read_file(dir.path() / "err");
+}
+
+// A signal parastack's parent left ignored (nohup's SIGHUP) stays ignored, for parastack and for
+// the job: `nohup parastack run ... &` survives the logout. Before, the job's SIGHUP was reset to
+// its default and parastack passed a hangup on to it.
+TEST(RunSignals, ASignalIgnoredByParastacksParentStaysIgnoredForTheJob) {
+  TempDir dir;
+  const std::string job = "echo $$ > ready; while :; do sleep 0.05; done";
+  ChildProcess parastack(
+      {"sh", "-c", "trap '' HUP; exec \"$0\" \"$@\"", PARASTACK_BIN, "run", "--startup-timeout", "0.5", "--", "sh",
+       "-c", job},
+      ChildOptions{
+          {"PARASTACK_CONFIG="}, (dir.path() / "out").string(), (dir.path() / "err").string(), dir.path().string()});
+  pid_t job_pid = 0;
+  ASSERT_TRUE(await([&] { return (std::ifstream(dir.path() / "ready") >> job_pid) && job_pid > 0; }));
+  // SigIgn in /proc/PID/status: a hexadecimal mask, bit N-1 for signal N.
+  const auto ignored = [](pid_t pid, int signal) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("SigIgn:")) return ((std::stoull(line.substr(7), nullptr, 16) >> (signal - 1)) & 1) != 0;
+    }
+    return false;
+  };
+  EXPECT_TRUE(ignored(job_pid, SIGHUP)) << "the job's SIGHUP is not ignored";
+  EXPECT_FALSE(ignored(job_pid, SIGUSR1));
+  ASSERT_TRUE(await([&] { return read_file(dir.path() / "err").find("no MPI rank appeared") != std::string::npos; }));
+  ASSERT_EQ(::kill(parastack.pid(), SIGHUP), 0);
+  // Both still there after the hangup and a signal that is passed on (which ends the job).
+  ASSERT_EQ(::kill(parastack.pid(), SIGUSR1), 0);
+  EXPECT_EQ(parastack.wait_exit(30s), 5) << "parastack did not outlive the hangup: " << read_file(dir.path() / "err");
 }
 
 }  // namespace

@@ -52,23 +52,6 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// Signals to parastack are for the job: forwarded to the launcher. A terminal's Ctrl-C already
-// reaches the launcher (same process group), so a SIGINT sent by the kernel is not forwarded twice.
-volatile sig_atomic_t pending_signal = 0;
-
-void remember_signal(int signal, siginfo_t* info, void*) {
-  if (signal == SIGINT && info && info->si_code == SI_KERNEL) return;
-  pending_signal = signal;
-}
-
-void install_signal_forwarding() {
-  struct sigaction action {};
-  action.sa_sigaction = remember_signal;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(s, &action, nullptr);
-}
-
 // Open MPI's `-x LD_PRELOAD=VALUE` replaces the launcher's LD_PRELOAD in the ranks, which would
 // drop the progress library without a word (a fault injector or a profiler preloaded that way):
 // the library goes first in that value too. True if the command had one.
@@ -110,7 +93,7 @@ int run_watchdog(const RunOptions& options) {
   watch::Session session(options.watch, host, options.command, 0, log);
   session.leading().startup_timeout = options.startup_timeout;
   if (!os::become_subreaper()) log.warn("cannot become a child subreaper: orphaned ranks may escape a kill");
-  install_signal_forwarding();
+  os::catch_job_signals();  // passed on to the job once it has started
   // The SPANK plugin and pbs_parastack name the batch job their monitors watch, every step of it
   // included.
   const char* watched_job = std::getenv("PARASTACK_WATCHED_JOB");
@@ -171,13 +154,8 @@ int run_watchdog(const RunOptions& options) {
            watch::to_string(options.watch.action));
 
   watch::JobControl control;
-  control.running = [&job] {
-    if (const int signal = pending_signal) {
-      pending_signal = 0;
-      job.forward(signal);
-    }
-    return job.running();
-  };
+  os::forward_signals_to(job);
+  control.running = [&job] { return job.running(); };
   control.end_hint = "kill " + std::to_string(job.pid().value);
   // An srun's tasks are slurmstepd's children, not the launcher's: found by the port they carry.
   session.leading().launches = [pid = job.pid()] { return sampler::launches_under(pid); };

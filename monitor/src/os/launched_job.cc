@@ -1,11 +1,15 @@
 #include "os/launched_job.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -23,7 +27,70 @@ int shell_status(int status) {
   return 255;
 }
 
+constexpr std::array kJobSignals{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// What parastack's parent left ignored, read before main (before any handler of ours).
+const std::array<bool, NSIG> inherited_ignored = [] {
+  std::array<bool, NSIG> ignored{};
+  for (int s = 1; s < NSIG; ++s) {
+    struct sigaction current {};
+    ignored[static_cast<std::size_t>(s)] = ::sigaction(s, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
+  }
+  return ignored;
+}();
+
+// The handler's state: lock-free atomics only (async-signal-safe).
+std::atomic<int> forward_to{-1};  // a pidfd of the launcher, once there is one
+std::array<std::atomic<bool>, NSIG> caught_early{};
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+void pidfd_send(int pidfd, int signal) { ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0); }
+
+void pass_on(int signal, siginfo_t* info, void*) {
+  if (signal == SIGINT && info && info->si_code == SI_KERNEL) return;
+  const int saved_errno = errno;
+  if (const int pidfd = forward_to.load(); pidfd >= 0) {
+    pidfd_send(pidfd, signal);
+  } else {
+    caught_early[static_cast<std::size_t>(signal)] = true;
+  }
+  errno = saved_errno;
+}
+
+sigset_t job_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kJobSignals) sigaddset(&set, s);
+  return set;
+}
+
 }  // namespace
+
+void catch_job_signals() {
+  static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
+  struct sigaction action {};
+  action.sa_sigaction = pass_on;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (int s : kJobSignals) {
+    if (!inherited_ignored[static_cast<std::size_t>(s)]) ::sigaction(s, &action, nullptr);
+  }
+}
+
+void forward_signals_to(const LaunchedJob& job) {
+  // A duplicate the handler may use for as long as parastack runs: the job's own may be closed.
+  const int pidfd = job.pidfd() >= 0 ? ::fcntl(job.pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
+  if (pidfd < 0) return;  // no pidfd: what was caught stays remembered, nothing is sent blindly
+  // Held while the handler changes from remembering to passing on: none falls between the two.
+  const sigset_t set = job_signal_set();
+  sigset_t previous;
+  ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  forward_to = pidfd;
+  for (int s : kJobSignals) {
+    if (caught_early[static_cast<std::size_t>(s)].exchange(false)) pidfd_send(pidfd, s);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
 
 bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
 
@@ -43,7 +110,9 @@ std::variant<LaunchedJob, std::string> LaunchedJob::start(const std::vector<std:
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGCHLD}) ::signal(s, SIG_DFL);
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGCHLD}) {
+      ::signal(s, inherited_ignored[static_cast<std::size_t>(s)] ? SIG_IGN : SIG_DFL);
+    }
     ::execvp(args[0], args.data());
     const int error = errno;
     [[maybe_unused]] const auto written = ::write(write_end.get(), &error, sizeof error);
@@ -58,7 +127,8 @@ std::variant<LaunchedJob, std::string> LaunchedJob::start(const std::vector<std:
     ::waitpid(pid, nullptr, 0);
     return "cannot run '" + argv[0] + "': " + std::strerror(error);
   }
-  return LaunchedJob(Pid{pid});
+  // Opened before any wait of ours: until we reap it, the pid is the launcher's.
+  return LaunchedJob(Pid{pid}, ScopedFd(pidfd_open(pid)));
 }
 
 std::optional<int> LaunchedJob::poll_exit() {
@@ -80,10 +150,6 @@ int LaunchedJob::wait_exit() {
   }
   poll_exit();  // and reap what else has exited
   return *status_;
-}
-
-void LaunchedJob::forward(int signal) {
-  if (!status_) ::kill(pid_.value, signal);
 }
 
 std::vector<Pid> LaunchedJob::processes() const {
