@@ -156,6 +156,14 @@ TEST(MonitorNetwork, ReportsADeadlockAsACommunicationError) {
 TEST(MonitorNetwork, AHealthyRunEndsWithNoAlarmAndTheMonitorsLeaveWithIt) {
   Application app("blocking", 60);
   Monitors monitors(app.launcher(), {});
+  // The job's own signals reach its monitors too (sbatch --signal=USR1@T, scancel --signal signal
+  // every step): they are not the monitors', and do not end them. Before, SIGUSR1 killed them.
+  await_models(monitors, 1);  // watching: past their start-up
+  for (int m = 0; m < kMonitors; ++m) {
+    const pid_t monitor = monitors.follower(m);
+    ASSERT_NE(monitor, 0) << "monitor " << m;
+    for (int signal : {SIGUSR1, SIGUSR2, SIGHUP}) EXPECT_EQ(::kill(monitor, signal), 0);
+  }
   ASSERT_EQ(app.process().wait_exit(300s), 0) << monitors.log();
   EXPECT_NE(app.out().find("iterations "), std::string::npos);
   // The monitors leave once the job is gone; they never held it up.

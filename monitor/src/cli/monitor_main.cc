@@ -72,6 +72,7 @@ struct MonitorOptions {
 
 volatile sig_atomic_t stop_requested = 0;
 void request_stop(int) { stop_requested = 1; }
+void not_ours(int) {}
 
 // parastack stacks across nodes: every monitor samples its ranks once per round; the trees merge up
 // the tree of monitors (GatherStacks), never one message per rank to the leader.
@@ -465,6 +466,11 @@ int monitor_main(int argc, char** argv) {
   // the same line in the log, not silently.
   ::signal(SIGTERM, request_stop);
   ::signal(SIGINT, request_stop);
+  // A job's own signals reach its monitors too: sbatch --signal=USR1@T and scancel --signal signal
+  // every step, the monitors' included. Not theirs to act on: by default each would end them, and
+  // the watch, with a line in the job's stderr. Caught rather than ignored, so that the programs
+  // the monitors run (scancel, the mailer) start with the defaults.
+  for (int s : {SIGHUP, SIGUSR1, SIGUSR2}) ::signal(s, not_ours);
   const OwnSessionDirectory session_directory;  // removed after MPI_Finalize, when the object goes
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
