@@ -17,6 +17,7 @@
 #include "network/cluster_probe.h"
 #include "os/files.h"
 #include "parastack/stats/trace.h"
+#include "watch/held_trace.h"
 
 namespace parastack::watch {
 namespace {
@@ -260,23 +261,27 @@ class TraceSink {
   }
   void add(const stats::Observation& o) {
     if (options_.trace_on_hang_only) {
-      held_ += stats::format_trace_line(o) + "\n";
+      held_.add(stats::format_trace_line(o));
     } else if (file_.ok() && !file_.write(stats::format_trace_line(o) + "\n")) {
       log_.warn("the sample trace {}: {}; it stops here", options_.paths.trace, file_.error());
     }
   }
-  void keep_for_hang() {
-    if (!options_.trace_on_hang_only) return;
-    if (const auto error = os::write_file_atomically(options_.paths.trace, held_)) {
+  // Writes the held trace; a note for the report if it is not whole.
+  std::optional<std::string> keep_for_hang() {
+    if (!options_.trace_on_hang_only) return std::nullopt;
+    if (const auto error = os::write_file_atomically(options_.paths.trace, held_.text())) {
       log_.warn("the sample trace: {}", *error);
     }
+    if (held_.dropped_lines() == 0) return std::nullopt;
+    return "the sample trace holds the watch's last lines only: its first " + std::to_string(held_.dropped_lines()) +
+           " were dropped to bound the monitor's memory (a replay of it builds its models afresh)";
   }
 
  private:
   const LeaderOptions& options_;
   spdlog::logger& log_;
   os::AppendFile file_;
-  std::string held_;
+  HeldTrace held_;
 };
 
 // The hooks that log the watch of one program, trace it and account for what it covered.
@@ -387,7 +392,7 @@ ProgramEnd watch_program(network::Monitors& monitors, const LeaderOptions& optio
       watchdog.resume_after_hang();
       continue;
     }
-    trace.keep_for_hang();
+    if (auto partial = trace.keep_for_hang()) report.notes.push_back(std::move(*partial));
     record_hang(report, *finding, probe, watchdog, log);
     // warn, not error: a batch job's stderr gets only errors, and its one line is the verdict with
     // the report's path, written once the report is (notify).
