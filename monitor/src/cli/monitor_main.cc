@@ -322,8 +322,8 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
       ->capture_default_str();
   app.add_option("--mpi-progress", options.mpi_progress,
-                 "on: the ranks get the MPI progress library, and a hang's report names the least-progressed ranks "
-                 "of a communication hang (docs/diagnosis.md)")
+                 "on: the job asked for the MPI progress library (the SPANK plugin and pbs_parastack preload it "
+                 "into the ranks; a monitor reads the counts of whichever ranks keep them, docs/diagnosis.md)")
       ->default_str("off");
   app.add_option("--mpi-progress-library", options.progress_library, "The library mpi-progress=on preloads")
       ->capture_default_str();
