@@ -29,6 +29,7 @@
 #include "os/proc.h"
 #include "os/run_program.h"
 #include "os/session_directory.h"
+#include "script_watch.h"
 
 namespace parastack::pbs {
 namespace {
@@ -243,14 +244,7 @@ std::string script_path_for_csh(const std::string& text) {
   if (child == 0) {
     if (::fork() != 0) ::_exit(0);
     for (int fd = 0; fd < 1024; ++fd) ::close(fd);
-    const std::string fds = "/proc/" + std::to_string(script) + "/fd";
-    for (int tick = 0; tick < 3000; ++tick) {
-      std::error_code error;
-      bool opened = false;
-      for (const auto& entry : std::filesystem::directory_iterator(fds, error)) {
-        opened = opened || std::filesystem::read_symlink(entry.path(), error) == path;
-      }
-      if (opened || error) break;  // open, or the script has ended
+    for (int tick = 0; tick < 3000 && look_for_open_script(script, path) == ScriptLook::NotYet; ++tick) {
       ::usleep(20000);
     }
     std::error_code ignored;
