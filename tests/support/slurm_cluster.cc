@@ -44,51 +44,56 @@ SlurmCluster::SlurmCluster(int nodes, const std::vector<std::string>& binaries) 
   char pattern[] = "/tmp/parastack-slurm-XXXXXX";
   if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
   const fs::path scratch = pattern;
-  // Slurm's daemons and the job's user must reach the cluster's directory.
-  fs::permissions(scratch, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                               fs::perms::others_read | fs::perms::others_exec);
   dir_ = scratch / "cluster";
-  {
-    ChildProcess up({kClusterScript, "up", dir_.string(), std::to_string(nodes)},
-                    ChildOptions{{}, (scratch / "up.log").string(), (scratch / "up.log").string(), {}});
-    if (up.wait_exit(180s) != 0) {
-      const std::string log = read_file(scratch / "up.log");
-      std::error_code ignored;
-      fs::remove_all(scratch, ignored);  // cluster.sh took its own part down
-      throw std::runtime_error("the Slurm cluster did not come up:\n" + log);
+  // From here on whatever goes wrong takes the cluster down: a constructor that throws runs no
+  // destructor, and cluster.sh's own cleanup does not run if it is killed for taking too long.
+  try {
+    // Slurm's daemons and the job's user must reach the cluster's directory.
+    fs::permissions(scratch, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+    {
+      ChildProcess up({kClusterScript, "up", dir_.string(), std::to_string(nodes)},
+                      ChildOptions{{}, (scratch / "up.log").string(), (scratch / "up.log").string(), {}});
+      if (up.wait_exit(180s) != 0)
+        throw std::runtime_error("the Slurm cluster did not come up:\n" + read_file(scratch / "up.log"));
     }
-  }
-  up_ = true;
-  std::istringstream env(read_file(dir_ / "env.sh"));
-  for (std::string line; std::getline(env, line);) {
-    // "export A=1 B='x'": the variables the user's commands need.
-    std::istringstream words(line);
-    std::string word;
-    words >> word;
-    while (words >> word) {
-      std::string value = word;
-      value.erase(std::remove(value.begin(), value.end(), '\''), value.end());
-      environment_.push_back(value);
+    std::istringstream env(read_file(dir_ / "env.sh"));
+    for (std::string line; std::getline(env, line);) {
+      // "export A=1 B='x'": the variables the user's commands need.
+      std::istringstream words(line);
+      std::string word;
+      words >> word;
+      while (words >> word) {
+        std::string value = word;
+        value.erase(std::remove(value.begin(), value.end(), '\''), value.end());
+        environment_.push_back(value);
+      }
     }
+    fs::create_directories(bin());
+    for (const auto& binary : binaries) {
+      const auto to = bin() / fs::path(binary).filename();
+      fs::copy_file(binary, to, fs::copy_options::overwrite_existing);
+      fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    }
+    fs::permissions(bin(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  } catch (...) {
+    down();
+    throw;
   }
-  fs::create_directories(bin());
-  for (const auto& binary : binaries) {
-    const auto to = bin() / fs::path(binary).filename();
-    fs::copy_file(binary, to, fs::copy_options::overwrite_existing);
-    fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                            fs::perms::others_exec);
-  }
-  fs::permissions(bin(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                             fs::perms::others_exec);
 }
 
-SlurmCluster::~SlurmCluster() {
-  if (!up_) return;
+SlurmCluster::~SlurmCluster() { down(); }
+
+void SlurmCluster::down() noexcept {
   const auto scratch = dir_.parent_path();
-  {
+  try {
+    // cluster.sh down finds whatever part of the cluster is there (none at all is fine).
     ChildProcess down({kClusterScript, "down", dir_.string()},
                       ChildOptions{{}, (scratch / "down.log").string(), (scratch / "down.log").string(), {}});
     down.wait_exit(120s);
+  } catch (...) {
   }
   std::error_code ignored;
   fs::remove_all(scratch, ignored);

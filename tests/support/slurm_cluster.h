@@ -28,7 +28,7 @@ class SlurmCluster {
   // nodes 0: one slurmd, this machine; N: node1..nodeN in namespaces. `binaries` are copied to
   // bin(). Throws if the cluster does not come up.
   SlurmCluster(int nodes, const std::vector<std::string>& binaries);
-  ~SlurmCluster();  // cluster.sh down: every daemon, job, cgroup and file goes
+  ~SlurmCluster();  // down()
   SlurmCluster(const SlurmCluster&) = delete;
   SlurmCluster& operator=(const SlurmCluster&) = delete;
 
@@ -75,7 +75,8 @@ class SlurmCluster {
  private:
   std::filesystem::path dir_;
   std::vector<std::string> environment_;  // SLURM_CONF and friends, for the user's commands
-  bool up_ = false;
+  // cluster.sh down (every daemon, job, cgroup and file goes), then the scratch directory.
+  void down() noexcept;
 };
 
 }  // namespace parastack::testing
