@@ -688,8 +688,9 @@ TEST_P(WaitsThatAStopBreaks, AreSampledAsTheyWaitAndAStopWouldHaveBrokenThem) {
   for (int i = 0; i < 15000 && waiting.running() && !std::filesystem::exists(waiting.ready_dir() / "nompi"); ++i) {
     std::this_thread::sleep_for(2ms);
   }
-  // A site may disable io_uring (kernel.io_uring_disabled) or a container forbid it: nothing to test.
-  if (!waiting.running() && waiting.wait_exit(0s) == 2) GTEST_SKIP() << call << " cannot be set up on this machine";
+  // A site may disable io_uring (kernel.io_uring_disabled) or a container forbid it (ENOSYS, EPERM:
+  // ps_nompi exits 4): nothing to test. Any other failure to set the wait up is the test's own.
+  if (!waiting.running() && waiting.wait_exit(0s) == 4) GTEST_SKIP() << call << " is disabled on this machine";
   const os::Pid pid{waiting.wait_ready_file("nompi", 30s)};
   const auto wait_now = [&] { return os::read_thread_wait(pid, os::main_thread(pid)); };
   for (int i = 0; i < 5000 && blocked_in(pid) != syscall; ++i) std::this_thread::sleep_for(2ms);
@@ -757,18 +758,26 @@ TEST(Sampler, ABriefHoldByAnotherTracerIsWaitedOut) {
   ASSERT_EQ(::ptrace(PTRACE_INTERRUPT, pid.value, nullptr, nullptr), 0);
   ASSERT_EQ(::waitpid(pid.value, nullptr, __WALL), pid.value);
   StackSampler sampler;
-  std::atomic<bool> sampling{false};
+  std::atomic<pid_t> sampling_thread{0};
   RankSample taken;
   const os::ProcessIdentity process = *os::identify(pid);
   std::thread other([&] {
-    sampling = true;
+    sampling_thread = static_cast<pid_t>(::syscall(SYS_gettid));
     taken = sampler.sample_many({process}).front();
   });
-  while (!sampling) std::this_thread::sleep_for(100us);
-  std::this_thread::sleep_for(5ms);  // the hold itself: a sample's stop, stretched by a busy node
+  while (sampling_thread == 0) std::this_thread::sleep_for(100us);
+  // The hold lasts until the sampler, refused, pauses before it tries again (its thread sleeps):
+  // a hold timed by a sleep here could end before the sample began, and prove nothing.
+  const os::Tid sampler_tid{sampling_thread};
+  bool refused = false;
+  for (int i = 0; i < 100000 && !refused; ++i) {
+    const auto wait = os::read_thread_wait(os::Pid{::getpid()}, sampler_tid);
+    refused = wait && (wait->syscall == SYS_clock_nanosleep || wait->syscall == SYS_nanosleep);
+  }
   const long detached = ::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr);
   other.join();  // before any assertion: a joinable thread left behind would abort the test binary
   ASSERT_EQ(detached, 0);
+  ASSERT_TRUE(refused) << "the sampler never paused for the hold: " << taken.describe();
   EXPECT_FALSE(taken.failure.has_value()) << taken.describe();
   EXPECT_EQ(taken.state, RankState::OutMpi) << taken.describe();
   EXPECT_TRUE(makes_progress(pid));
@@ -790,24 +799,33 @@ TEST(Sampler, OnlyATracerThatStaysCountsAsHolding) {
   ASSERT_EQ(::ptrace(PTRACE_INTERRUPT, process.pid.value, nullptr, nullptr), 0);
   ASSERT_EQ(::waitpid(process.pid.value, nullptr, __WALL), process.pid.value);
   ASSERT_EQ(::ptrace(PTRACE_DETACH, process.pid.value, nullptr, nullptr), 0);
-  // A brief one: another thread seizes, stops for 5 ms and lets go while the question is asked.
+  // A brief one: another thread seizes and stops the process, and lets go once the question has
+  // seen the hold (the asking thread pauses, asleep, before it looks again): a hold timed by a sleep
+  // could end before the question was asked, and prove nothing.
   enum { kPending, kHeld, kRefused };
   std::atomic<int> brief_state{kPending};
+  std::atomic<bool> hold_seen{false};
+  const os::Tid asking{tid};
   std::thread brief([&] {
     if (::ptrace(PTRACE_SEIZE, process.pid.value, nullptr, nullptr) != 0) {
       brief_state = kRefused;
       return;
     }
-    brief_state = kHeld;
-    std::this_thread::sleep_for(5ms);
     ::ptrace(PTRACE_INTERRUPT, process.pid.value, nullptr, nullptr);
     ::waitpid(process.pid.value, nullptr, __WALL);
+    brief_state = kHeld;
+    for (int i = 0; i < 100000 && !hold_seen; ++i) {
+      const auto wait = os::read_thread_wait(os::Pid{::getpid()}, asking);
+      hold_seen = wait && (wait->syscall == SYS_clock_nanosleep || wait->syscall == SYS_nanosleep);
+    }
     ::ptrace(PTRACE_DETACH, process.pid.value, nullptr, nullptr);
   });
-  while (brief_state == kPending) std::this_thread::sleep_for(100us);
+  // Not a sleep: the other thread takes this thread's sleep for the question's pause.
+  while (brief_state == kPending) std::this_thread::yield();
   const pid_t after_brief_hold = brief_state == kHeld ? sampler::lasting_tracers({process}, nobody).front() : -1;
   brief.join();
   ASSERT_EQ(brief_state, kHeld) << "the second seize was refused";
+  ASSERT_TRUE(hold_seen) << "the question never paused for the hold";
   EXPECT_EQ(after_brief_hold, 0);
   EXPECT_TRUE(makes_progress(process.pid));
 }

@@ -52,7 +52,7 @@ std::map<pid_t, pid_t> parent_links(std::set<pid_t>& zombies) {
 }
 
 // The process groups of the live ChildProcess objects, for the signal handler below: a test binary
-// ended by SIGINT or SIGTERM (a developer's Ctrl-C, a kill) runs no destructor, and would leave its
+// ended by SIGINT or SIGTERM (a developer's Ctrl-C, a kill) or SIGABRT runs no destructor, and would leave its
 // jobs running. Lock-free slots, as a signal handler may read them at any moment.
 constexpr std::size_t kGroupSlots = 256;
 std::array<std::atomic<pid_t>, kGroupSlots> live_groups{};
@@ -70,7 +70,8 @@ void kill_live_groups_and_die(int signal) {
 }
 
 const bool groups_die_with_the_test = [] {
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+  // SIGABRT too: an exception nobody catches (std::terminate) runs no destructor either.
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT}) {
     struct sigaction action {};
     action.sa_handler = kill_live_groups_and_die;
     sigemptyset(&action.sa_mask);
@@ -136,7 +137,12 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::vector<std::string> mpi_test_environment() {
-  return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_mpi_yield_when_idle=1"};
+  // Open MPI 4's mpirun empties its user's session directory (TMPDIR/ompi.HOST.UID) as it starts,
+  // and of two that start at once one can fail (docs/user-guide.md): ctest -j runs tests side by
+  // side, so each test process gives its jobs a base directory of its own.
+  static const TempDir session_base;
+  return {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_mpi_yield_when_idle=1",
+          "OMPI_MCA_orte_tmpdir_base=" + session_base.path().string()};
 }
 
 std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path& session_dir) {
