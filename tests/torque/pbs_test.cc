@@ -607,6 +607,27 @@ TEST_F(PbsOverSlurm, AnSrunParastackStepInsideAWatchedJobStartsNoSecondWatchdog)
 // file: the nodes come from SLURM_JOB_NODELIST), and the faulty rank, on the second node, is named
 // with its host. (That qsub asks for 8 tasks on 2 nodes, which Slurm packs 7 and 1: mpirun places
 // 4 ranks on each node itself.)
+// Inside the job, pbs_parastack reads what the submitting pbs_parastack wrote into the wrapper
+// script; the submit host's and the node's versions may differ for a while after an upgrade. An
+// argument this version does not know costs nothing of the job: its script still runs with the
+// shell and the arguments the user gave (before, the job ran the script as itself, without its
+// arguments, and a script without "#!" failed with 127).
+TEST(PbsInJob, AJobSubmittedByAnotherVersionStillRunsItsScriptWithItsShellAndArguments) {
+  testing::TempDir dir;
+  const std::string command = "printf 'echo arg=$1 shell=$0\\n' | '" + std::string(PBS_PARASTACK_BIN) +
+                              "' --in-job --shell /bin/sh --arg one --from-a-newer-version x -- /bin/false";
+  ChildProcess job({"/bin/sh", "-c", command},
+                   ChildOptions{{"PBS_NODEFILE=", "SLURM_JOB_NODELIST=", "PARASTACK_WATCHED_JOB="},
+                                (dir.path() / "out").string(),
+                                (dir.path() / "err").string(),
+                                dir.path().string()});
+  EXPECT_EQ(job.wait_exit(60s), 0) << read_file(dir.path() / "err");
+  EXPECT_EQ(read_file(dir.path() / "out").substr(0, 14), "arg=one shell=") << read_file(dir.path() / "err");
+  EXPECT_NE(read_file(dir.path() / "err").find("ignoring what this version does not know: --from-a-newer-version x"),
+            std::string::npos)
+      << read_file(dir.path() / "err");
+}
+
 TEST(PbsOverSlurmOnTwoNodes, OneMonitorPerNodeNamesTheFaultyRankOnTheSecondNode) {
   if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
   if (::access("/usr/bin/qsub", X_OK) != 0) GTEST_SKIP() << "no Slurm qsub (packaging/bootstrap.sh test installs it)";

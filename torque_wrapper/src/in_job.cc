@@ -42,6 +42,7 @@ struct InJobOptions {
   std::vector<std::string> script_args;
   std::string mpirun = "mpirun";
   std::vector<std::string> monitor;  // parastack-monitor and the options chosen at submission
+  std::vector<std::string> unknown;  // arguments this version does not know (another one submitted the job)
 };
 
 InJobOptions parse_in_job(const std::vector<std::string>& args) {
@@ -66,11 +67,13 @@ InJobOptions parse_in_job(const std::vector<std::string>& args) {
     } else if (arg == "--end-marker") {
       value(arg);  // read before parsing (run_in_job)
     } else {
-      throw std::runtime_error("unknown --in-job argument " + arg);
+      // Left out, not fatal: the job was submitted by a pbs_parastack of another version (the
+      // submit host's and the node's may differ for a while), and its script, shell and arguments,
+      // which this one does know, must still run as the user asked.
+      options.unknown.push_back(arg);
     }
   }
   if (i + 1 < args.size()) options.monitor.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-  if (options.monitor.empty()) throw std::runtime_error("no monitor command after --");
   return options;
 }
 
@@ -329,6 +332,13 @@ int run_in_job(const std::vector<std::string>& args) {
   InJobOptions options;
   try {
     options = parse_in_job(args);
+    if (!options.unknown.empty()) {
+      std::string list;
+      for (const auto& a : options.unknown) list += (list.empty() ? "" : " ") + a;
+      std::cerr << "pbs_parastack: ignoring what this version does not know: " << list
+                << " (the job was submitted by another version of pbs_parastack)\n";
+    }
+    if (options.monitor.empty()) throw std::runtime_error("no monitor command after --");
     if (const std::string watcher = already_watched(); !watcher.empty()) {
       std::cerr << "pbs_parastack: job " << watcher
                 << " is already watched by parastack (the site's Slurm plugin watches every job): no second "
