@@ -184,7 +184,7 @@ TEST(SiteConfig, TheSchedulersSettingsAreSkippedNotRefused) {
 // made every `parastack run` on a node whose parastack.conf set it exit 2.
 TEST(SiteConfig, TheBatchJobsOwnSettingsAreSkippedByParastackRun) {
   CLI::App app;
-  add_run_command(app);
+  const auto run_command = add_run_command(app);  // holds the options the parse writes into
   CLI::App* run = app.get_subcommand("run");
   app.parse(std::vector<std::string>{"true", "--", "run"});
   std::vector<Setting> settings;
