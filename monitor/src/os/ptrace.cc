@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "os/proc.h"
+
 namespace parastack::os {
 
 PtraceStatus status_from_errno(int error) {
@@ -63,6 +65,9 @@ std::vector<pid_t> dying;
 
 // Reaps `tid` if it has ended; true when it is no longer ours to reap (reaped, or not our tracee).
 bool reaped(pid_t tid) {
+  // A child of ours (the job `parastack run` started, when it is itself a rank) is left to our own
+  // wait for it, which needs its exit status: reaped here, the status would be lost.
+  if (const auto stat = read_stat(Pid{tid}); stat && stat->parent.value == ::getpid()) return true;
   while (true) {
     int status = 0;
     const pid_t got = ::waitpid(tid, &status, __WALL | WNOHANG);
