@@ -41,6 +41,8 @@ const std::array<bool, NSIG> inherited_ignored = [] {
 
 // The handler's state: lock-free atomics only (async-signal-safe).
 std::atomic<int> forward_to{-1};  // a pidfd of the launcher, once there is one
+// Without pidfds (a kernel before 5.3): the launcher's pid, until it is reaped.
+std::atomic<pid_t> forward_to_pid{0};
 std::array<std::atomic<bool>, NSIG> caught_early{};
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
@@ -51,6 +53,8 @@ void pass_on(int signal, siginfo_t* info, void*) {
   const int saved_errno = errno;
   if (const int pidfd = forward_to.load(); pidfd >= 0) {
     pidfd_send(pidfd, signal);
+  } else if (const pid_t pid = forward_to_pid.load(); pid > 0) {
+    ::kill(pid, signal);
   } else {
     caught_early[static_cast<std::size_t>(signal)] = true;
   }
@@ -80,14 +84,22 @@ void catch_job_signals() {
 void forward_signals_to(const LaunchedJob& job) {
   // A duplicate the handler may use for as long as parastack runs: the job's own may be closed.
   const int pidfd = job.pidfd() >= 0 ? ::fcntl(job.pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
-  if (pidfd < 0) return;  // no pidfd: what was caught stays remembered, nothing is sent blindly
   // Held while the handler changes from remembering to passing on: none falls between the two.
   const sigset_t set = job_signal_set();
   sigset_t previous;
   ::pthread_sigmask(SIG_BLOCK, &set, &previous);
-  forward_to = pidfd;
+  if (pidfd >= 0) {
+    forward_to = pidfd;
+  } else {
+    forward_to_pid = job.pid().value;  // not reaped yet: the pid is still the launcher's
+  }
   for (int s : kJobSignals) {
-    if (caught_early[static_cast<std::size_t>(s)].exchange(false)) pidfd_send(pidfd, s);
+    if (!caught_early[static_cast<std::size_t>(s)].exchange(false)) continue;
+    if (pidfd >= 0) {
+      pidfd_send(pidfd, s);
+    } else {
+      ::kill(job.pid().value, s);
+    }
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
@@ -131,12 +143,19 @@ std::variant<LaunchedJob, std::string> LaunchedJob::start(const std::vector<std:
   return LaunchedJob(Pid{pid}, ScopedFd(pidfd_open(pid)));
 }
 
+void LaunchedJob::launcher_reaped(int status) {
+  status_ = shell_status(status);
+  // Its pid is free for another process now: no signal may follow it there.
+  pid_t forwarding = pid_.value;
+  forward_to_pid.compare_exchange_strong(forwarding, 0);
+}
+
 std::optional<int> LaunchedJob::poll_exit() {
   if (status_) return status_;
   int status = 0;
   pid_t got;
   while ((got = ::waitpid(-1, &status, WNOHANG)) > 0) {
-    if (got == pid_.value) status_ = shell_status(status);
+    if (got == pid_.value) launcher_reaped(status);
   }
   return status_;
 }
@@ -145,7 +164,7 @@ int LaunchedJob::wait_exit() {
   while (!status_) {
     int status = 0;
     const pid_t got = ::waitpid(-1, &status, 0);
-    if (got == pid_.value) status_ = shell_status(status);
+    if (got == pid_.value) launcher_reaped(status);
     if (got < 0 && errno == ECHILD) status_ = 255;  // someone else reaped it: should not happen
   }
   poll_exit();  // and reap what else has exited

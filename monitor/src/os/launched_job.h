@@ -47,6 +47,7 @@ class LaunchedJob {
 
  private:
   LaunchedJob(Pid pid, ScopedFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  void launcher_reaped(int status);
   Pid pid_;
   ScopedFd pidfd_;
   std::optional<int> status_;
