@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "os/proc.h"
 #include "os/scoped_fd.h"
+#include "os/signal.h"
 
 namespace parastack::os {
 namespace {
@@ -45,19 +45,22 @@ std::atomic<int> forward_to{-1};  // a pidfd of the launcher, once there is one
 std::atomic<pid_t> forward_to_pid{0};
 std::array<std::atomic<bool>, NSIG> caught_early{};
 
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-void pidfd_send(int pidfd, int signal) { ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0); }
+// Sends `signal` to the launcher once it is known; false before (async-signal-safe).
+bool send_to_launcher(int signal) {
+  if (const int pidfd = forward_to.load(); pidfd >= 0) {
+    pidfd_send_signal(pidfd, signal);
+  } else if (const pid_t pid = forward_to_pid.load(); pid > 0) {
+    ::kill(pid, signal);
+  } else {
+    return false;
+  }
+  return true;
+}
 
 void pass_on(int signal, siginfo_t* info, void*) {
   if (signal == SIGINT && info && info->si_code == SI_KERNEL) return;
   const int saved_errno = errno;
-  if (const int pidfd = forward_to.load(); pidfd >= 0) {
-    pidfd_send(pidfd, signal);
-  } else if (const pid_t pid = forward_to_pid.load(); pid > 0) {
-    ::kill(pid, signal);
-  } else {
-    caught_early[static_cast<std::size_t>(signal)] = true;
-  }
+  if (!send_to_launcher(signal)) caught_early[static_cast<std::size_t>(signal)] = true;
   errno = saved_errno;
 }
 
@@ -94,12 +97,7 @@ void forward_signals_to(const LaunchedJob& job) {
     forward_to_pid = job.pid().value;  // not reaped yet: the pid is still the launcher's
   }
   for (int s : kJobSignals) {
-    if (!caught_early[static_cast<std::size_t>(s)].exchange(false)) continue;
-    if (pidfd >= 0) {
-      pidfd_send(pidfd, s);
-    } else {
-      ::kill(job.pid().value, s);
-    }
+    if (caught_early[static_cast<std::size_t>(s)].exchange(false)) send_to_launcher(s);
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }

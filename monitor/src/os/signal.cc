@@ -10,15 +10,11 @@
 
 namespace parastack::os {
 
-namespace {
-
 // Through syscall(2): Debian 12's <sys/pidfd.h> declares these without C linkage for C++.
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 int pidfd_send_signal(int pidfd, int signal) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
 }
-
-}  // namespace
 
 SignalResult send_signal(const ProcessIdentity& process, int signal) {
   const ScopedFd pidfd(pidfd_open(process.pid.value));

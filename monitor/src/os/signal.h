@@ -17,4 +17,9 @@ enum class SignalResult {
 // names (its start time). From pidfd_open on, the kernel delivers to that process or to nobody.
 SignalResult send_signal(const ProcessIdentity& process, int signal);
 
+// The two system calls, as the kernel returns them (-1 and errno on failure); pidfd_send_signal
+// is async-signal-safe (a signal handler may pass a signal on with it).
+int pidfd_open(pid_t pid);
+int pidfd_send_signal(int pidfd, int signal);
+
 }  // namespace parastack::os
