@@ -84,7 +84,6 @@ bool reaped(pid_t tid) {
 }  // namespace
 
 PtraceStatus ptrace_detach(Tid tid, int signal) {
-  reap_dying_tracees();
   const PtraceStatus detached = call(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
   if (detached != PtraceStatus::Gone) return detached;
   // Not in a stop any more: a fatal signal woke it (its process exited from another thread, was
@@ -92,7 +91,7 @@ PtraceStatus ptrace_detach(Tid tid, int signal) {
   // group's leader is not reported at all while one of its threads is an unreaped zombie: until
   // we reap it, the rank's mpirun or slurmstepd waits for a process that is gone, and the job
   // never ends (measured: a parent's wait returned only when the tracer exited). Its exit takes
-  // microseconds; one that takes longer (a core dump) is reaped by a later call.
+  // microseconds; one that takes longer (a core dump) is reaped by reap_dying_tracees.
   for (int look = 0; look < 100; ++look) {
     if (reaped(tid.value)) return detached;
     ::usleep(100);

@@ -27,8 +27,8 @@ PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs);
 // A thread that cannot be detached (Gone: a fatal signal woke it from its stop) is reaped, now or
 // by a later call, so that its process's end reaches its parent (see ptrace.cc).
 PtraceStatus ptrace_detach(Tid tid, int signal);
-// Reaps the threads ptrace_detach could not reap yet; called by every detach, and by a monitor's
-// rounds, which may have nothing left to detach once the job's ranks are gone.
+// Reaps the threads ptrace_detach could not reap yet; called before every stop, and by a monitor's
+// rounds, which may have nothing left to stop once the job's ranks are gone.
 void reap_dying_tracees();
 
 // What the seized thread reported after PTRACE_INTERRUPT.
