@@ -36,7 +36,8 @@ class SeedWorker final : public node::NodeWorker {
     return {stats::RankState::InMpi, stats::RankState::OutMpi, stats::RankState::Unknown};
   }
   std::vector<std::optional<stats::WorkCounters>> work_counters() override {
-    return {stats::WorkCounters{6976, 1412}, stats::WorkCounters{std::uint64_t{1} << 33, 0}, std::nullopt};
+    return {stats::WorkCounters{6976, 1412, 5'000'000, 7'000'000, 90'000'000'000},
+            stats::WorkCounters{std::uint64_t{1} << 33, 0}, std::nullopt};
   }
   std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {

@@ -1,7 +1,7 @@
 // The /proc parsers (os/proc.h) on anything: a process controls its own name and mappings, and a
 // file read while the process exits can be cut anywhere. The first byte picks the parser (0 stat,
-// 1 status, 2 maps, 3 io, 4 net/tcp, 5 task/TID/syscall); the rest is the file. A parser never throws, says EINVAL when
-// it gives nothing, and what it gives, written back in the kernel's layout, parses to the same value.
+// 1 status, 2 maps, 3 io, 4 net/tcp, 5 task/TID/syscall, 6 schedstat); the rest is the file. A parser never throws,
+// says EINVAL when it gives nothing, and what it gives, written back in the kernel's layout, parses to the same value.
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -95,6 +95,18 @@ void check_io(std::string_view text) {
   FUZZ_REQUIRE(again && again->read_chars == io->read_chars && again->written_chars == io->written_chars);
 }
 
+void check_schedstat(std::string_view text) {
+  errno = 0;
+  const auto sched = parse_schedstat(text);
+  if (!sched) {
+    FUZZ_REQUIRE(errno == EINVAL);
+    return;
+  }
+  const auto again =
+      parse_schedstat(std::to_string(sched->cpu_ns) + " " + std::to_string(sched->run_delay_ns) + " 7\n");
+  FUZZ_REQUIRE(again && again->cpu_ns == sched->cpu_ns && again->run_delay_ns == sched->run_delay_ns);
+}
+
 void check_tcp_listeners(std::string_view text) {
   for (const SocketPort& listener : parse_tcp_listeners(text)) {
     FUZZ_REQUIRE(listener.inode != 0);
@@ -128,7 +140,7 @@ void check_syscall(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0:
       check_stat(text);
       break;
@@ -144,8 +156,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 4:
       check_tcp_listeners(text);
       break;
-    default:
+    case 5:
       check_syscall(text);
+      break;
+    default:
+      check_schedstat(text);
       break;
   }
   return 0;

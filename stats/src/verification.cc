@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <map>
 
 namespace parastack::stats {
 namespace {
@@ -138,6 +139,46 @@ std::string describe_work(const WorkProgress& work) {
   const std::string rank = "rank " + std::to_string(work.rank);
   if (work.kind == WorkProgress::Kind::Io) return rank + " is doing I/O: " + mib;
   return rank + " is filling new memory: +" + mib + " resident";
+}
+
+std::optional<CpuStarvation> find_starvation(const std::vector<std::optional<WorkCounters>>& before,
+                                             const std::vector<std::optional<WorkCounters>>& after,
+                                             double max_cpu_fraction, double min_waiting) {
+  std::map<int, CpuStarvation> nodes;
+  std::map<int, double> waited_sum;
+  for (std::size_t r = 0; r < std::min(before.size(), after.size()); ++r) {
+    if (!before[r] || !after[r]) continue;
+    const WorkCounters& from = *before[r];
+    const WorkCounters& to = *after[r];
+    // An unknown age, a clock that went back, or counters that went down (a reused pid): no evidence.
+    if (from.age_ns == 0 || to.age_ns <= from.age_ns || to.cpu_ns < from.cpu_ns ||
+        to.run_delay_ns < from.run_delay_ns || from.node != to.node)
+      continue;
+    const double window = static_cast<double>(to.age_ns - from.age_ns);
+    if (window < kStarvationWindowSeconds * 1e9) continue;
+    CpuStarvation& node = nodes.try_emplace(to.node, CpuStarvation{r, 0, 0, 0, 0, window / 1e9}).first->second;
+    ++node.ranks;
+    node.ran += static_cast<double>(to.cpu_ns - from.cpu_ns) / window;
+    node.usually_ran += static_cast<double>(from.cpu_ns) / static_cast<double>(from.age_ns);
+    waited_sum[to.node] += static_cast<double>(to.run_delay_ns - from.run_delay_ns) / window;
+  }
+  for (auto& [id, node] : nodes) {
+    node.waited = waited_sum[id] / node.ranks;
+    if (node.usually_ran > 0 && node.waited >= min_waiting && node.ran <= max_cpu_fraction * node.usually_ran) {
+      return node;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string describe_starvation(const CpuStarvation& starved) {
+  char text[224];
+  std::snprintf(text, sizeof text,
+                "the node of rank %zu is short of CPU: its %d rank%s ran on %.2f CPUs in the last %.1f s (usually on "
+                "%.2f) and waited for one %.0f %% of the time",
+                starved.rank, starved.ranks, starved.ranks == 1 ? "" : "s", starved.ran, starved.window_seconds,
+                starved.usually_ran, 100 * std::min(starved.waited, 1.0));
+  return text;
 }
 
 std::vector<int> persistently_out_ranks(const std::vector<std::vector<RankState>>& checks) {

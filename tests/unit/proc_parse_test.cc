@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -102,6 +104,34 @@ TEST(ProcParse, ARealIoFile) {
   EXPECT_EQ(io->written_chars, 0u);
   EXPECT_NO_THROW(EXPECT_FALSE(parse_io("rchar: 12\n")));
   EXPECT_NO_THROW(EXPECT_FALSE(parse_io("rchar: -\nwchar: 1\n")));
+}
+
+TEST(ProcParse, ASchedstatFileSaysHowLongAThreadRanAndWaitedForACpu) {
+  const auto sched = parse_schedstat("1693450512 10735812345 40122\n");
+  ASSERT_TRUE(sched);
+  EXPECT_EQ(sched->cpu_ns, 1693450512u);
+  EXPECT_EQ(sched->run_delay_ns, 10735812345u);
+  EXPECT_NO_THROW(EXPECT_FALSE(parse_schedstat("")));
+  EXPECT_NO_THROW(EXPECT_FALSE(parse_schedstat("1693450512\n")));
+  EXPECT_NO_THROW(EXPECT_FALSE(parse_schedstat("12 -3 4\n")));
+  EXPECT_NO_THROW(EXPECT_FALSE(parse_schedstat("x 3 4\n")));
+}
+
+// The reader and the age on this very process: a thread that has spun for a while has run, and
+// the process is at least that old.
+TEST(ProcParse, ThisProcessHasRunAndHasAnAge) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+  while (std::chrono::steady_clock::now() < spin_until) {
+  }
+  const auto sched = read_schedstat(Pid{::getpid()});
+  ASSERT_TRUE(sched) << "no /proc/self/schedstat: " << std::strerror(errno);
+  EXPECT_GE(sched->cpu_ns, 20'000'000u);
+  const auto stat = read_stat(Pid{::getpid()});
+  ASSERT_TRUE(stat);
+  const auto age = age_ns(stat->start_ticks);
+  ASSERT_TRUE(age);
+  EXPECT_GE(*age + 10'000'000, sched->cpu_ns) << "younger than the time it ran (ticks are 10 ms)";
+  EXPECT_LT(*age, std::uint64_t{24} * 3600 * 1'000'000'000) << "a test process a day old?";
 }
 
 TEST(ProcParse, ASyscallFileSaysWhereABlockedThreadWaits) {

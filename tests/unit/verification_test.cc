@@ -96,6 +96,80 @@ TEST(Verification, IoOrNewMemoryOfAnyRankMeansTheJobIsWorking) {
   EXPECT_FALSE(find_work(quiet, Counts{resident(30), resident(3), resident(29)}));  // freed
 }
 
+// Counters of a rank on `node` that has lived `age` seconds, `ran` of them on a CPU and `waited` in
+// the run queue (seconds each).
+WorkCounters scheduled(double age, double ran, double waited, int node = 0) {
+  const auto ns = [](double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); };
+  return WorkCounters{.io_bytes = 1000,
+                      .resident_bytes = 50 << 20,
+                      .cpu_ns = ns(ran),
+                      .run_delay_ns = ns(waited),
+                      .age_ns = ns(age),
+                      .node = node};
+}
+
+TEST(Verification, TheRanksOfANodeThatDoesNotRunThemAreStarved) {
+  using Counts = std::vector<std::optional<WorkCounters>>;
+  // Four ranks 100 s old that ran 40 % of the time and waited for a CPU 60 % (2 cores, 4 ranks).
+  const Counts before(4, scheduled(100, 40, 60));
+  // Ten seconds later (three nice -10 hogs arrived): each ran 0.1 s and waited the rest.
+  const Counts starved(4, scheduled(110, 40.1, 69.9));
+  const auto found = find_starvation(before, starved);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->rank, 0u);
+  EXPECT_EQ(found->ranks, 4);
+  EXPECT_NEAR(found->ran, 0.04, 1e-9);
+  EXPECT_NEAR(found->usually_ran, 1.6, 1e-9);
+  EXPECT_NEAR(found->waited, 0.99, 1e-9);
+  EXPECT_EQ(describe_starvation(*found),
+            "the node of rank 0 is short of CPU: its 4 ranks ran on 0.04 CPUs in the last 10.0 s (usually on 1.60) and "
+            "waited for one 99 % of the time");
+  // A node of the job that is not loaded says nothing; the loaded one is named by its first rank.
+  Counts two_nodes_before = before, two_nodes_after = starved;
+  for (int r = 0; r < 2; ++r) {
+    two_nodes_before[r] = scheduled(100, 40, 60, 7);
+    two_nodes_after[r] = scheduled(110, 44, 66, 7);
+  }
+  for (int r = 2; r < 4; ++r) {
+    two_nodes_before[r]->node = two_nodes_after[r]->node = 9;
+  }
+  const auto one = find_starvation(two_nodes_before, two_nodes_after);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->rank, 2u);
+  EXPECT_EQ(one->ranks, 2);
+}
+
+TEST(Verification, AHangDoesNotStarveItsNode) {
+  using Counts = std::vector<std::optional<WorkCounters>>;
+  const Counts before(4, scheduled(100, 40, 60));
+  // A spin hang on 2 cores: the spinning rank runs all the time and its yielding peers, though
+  // runnable, not at all (measured on ps_solver). The node's ranks ran on 1 CPU: not starved.
+  const Counts spin{scheduled(110, 40, 70), scheduled(110, 40, 70), scheduled(110, 50, 60), scheduled(110, 40, 70)};
+  EXPECT_FALSE(find_starvation(before, spin));
+  // Deadlocked in yielding receives (about as much CPU as before), or asleep (neither runs nor waits).
+  EXPECT_FALSE(find_starvation(before, Counts(4, scheduled(110, 44, 66))));
+  EXPECT_FALSE(find_starvation(before, Counts(4, scheduled(110, 40, 60))));
+  // Together a fifth of their usual CPU, not less, is slowed, not starved.
+  EXPECT_FALSE(find_starvation(before, Counts(4, scheduled(110, 40.81, 69.19))));
+  // Ranks that ran little but did not wait for a CPU (they slept) are not starved.
+  EXPECT_FALSE(find_starvation(before, Counts(4, scheduled(110, 40, 64))));
+}
+
+TEST(Verification, StarvationNeedsKnownCountersAndAWindow) {
+  using Counts = std::vector<std::optional<WorkCounters>>;
+  const Counts before{scheduled(100, 40, 60)};
+  EXPECT_TRUE(find_starvation(before, Counts{scheduled(110, 40, 70)}));
+  EXPECT_FALSE(find_starvation(before, Counts{scheduled(100.4, 40, 60.4)})) << "under half a second tells nothing";
+  EXPECT_FALSE(find_starvation(before, Counts{std::nullopt}));
+  EXPECT_FALSE(find_starvation(Counts{std::nullopt}, Counts{scheduled(110, 40, 70)}));
+  EXPECT_FALSE(find_starvation(Counts{scheduled(0, 0, 0)}, Counts{scheduled(10, 0, 10)})) << "age unknown";
+  EXPECT_FALSE(find_starvation(Counts{WorkCounters{}}, Counts{WorkCounters{}})) << "no schedstat";
+  EXPECT_FALSE(find_starvation(before, Counts{scheduled(5, 0, 5)})) << "a new process with the pid";
+  EXPECT_FALSE(find_starvation(before, Counts{scheduled(110, 39, 70)})) << "counters went down";
+  EXPECT_FALSE(find_starvation(Counts{scheduled(100, 0, 60)}, Counts{scheduled(110, 0, 70)}))
+      << "a rank that never ran has no usual share to fall from";
+}
+
 TEST(Verification, FaultyRanksAreOutInEveryCheck) {
   using S = RankState;
   const std::vector<std::vector<S>> checks{

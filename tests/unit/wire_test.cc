@@ -46,7 +46,9 @@ class FixedNodeWorker final : public node::NodeWorker {
   }
   std::vector<stats::RankState> all_states() override { return {stats::RankState::InMpi, stats::RankState::Unknown}; }
   std::vector<std::optional<stats::WorkCounters>> work_counters() override {
-    return {stats::WorkCounters{std::uint64_t{1} << 40, 7'000'000'000}, std::nullopt};
+    return {stats::WorkCounters{std::uint64_t{1} << 40, 7'000'000'000, 123'456'789'012, 98'765'432'109,
+                                std::uint64_t{1} << 45},
+            std::nullopt};
   }
   std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
@@ -168,6 +170,9 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   ASSERT_TRUE(work[0].has_value());
   EXPECT_EQ(work[0]->io_bytes, std::uint64_t{1} << 40);
   EXPECT_EQ(work[0]->resident_bytes, 7'000'000'000u);
+  EXPECT_EQ(work[0]->cpu_ns, 123'456'789'012u);
+  EXPECT_EQ(work[0]->run_delay_ns, 98'765'432'109u);
+  EXPECT_EQ(work[0]->age_ns, std::uint64_t{1} << 45);
   EXPECT_FALSE(work[1].has_value());
   const auto held = decode_held(serve_request(worker, 0, plain_request(Request::HeldRanks)));
   ASSERT_EQ(held.size(), 3u);

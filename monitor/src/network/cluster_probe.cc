@@ -131,6 +131,7 @@ std::vector<std::optional<stats::WorkCounters>> ClusterProbe::work_counters() {
     for (int index : by_monitor_[static_cast<std::size_t>(monitors[k])]) {
       const auto l = static_cast<std::size_t>(local_index_[static_cast<std::size_t>(index)]);
       if (l < local.size()) counters[static_cast<std::size_t>(index)] = local[l];
+      if (auto& c = counters[static_cast<std::size_t>(index)]) c->node = monitors[k];  // one monitor a node
     }
   }
   if (!any) counters.clear();  // no monitor can tell (emulated ranks): work is not evidence

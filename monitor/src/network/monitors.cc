@@ -172,7 +172,8 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       const auto counters = worker.work_counters();
       out.u32(static_cast<std::uint32_t>(counters.size()));
       for (const auto& c : counters) {
-        out.u8(c ? 1 : 0).u64(c ? c->io_bytes : 0).u64(c ? c->resident_bytes : 0);
+        const stats::WorkCounters w = c.value_or(stats::WorkCounters{});
+        out.u8(c ? 1 : 0).u64(w.io_bytes).u64(w.resident_bytes).u64(w.cpu_ns).u64(w.run_delay_ns).u64(w.age_ns);
       }
       break;
     }
@@ -319,12 +320,16 @@ std::vector<stats::RankState> decode_states(std::string_view reply) {
 
 std::vector<std::optional<stats::WorkCounters>> decode_work_counters(std::string_view reply) {
   WireReader in(reply);
-  std::vector<std::optional<stats::WorkCounters>> counters(in.count(1 + 8 + 8));
+  std::vector<std::optional<stats::WorkCounters>> counters(in.count(1 + 5 * 8));
   for (auto& c : counters) {
     const bool known = in.u8() != 0;
-    const auto io_bytes = in.u64();
-    const auto resident_bytes = in.u64();
-    if (known) c = stats::WorkCounters{io_bytes, resident_bytes};
+    stats::WorkCounters w;
+    w.io_bytes = in.u64();
+    w.resident_bytes = in.u64();
+    w.cpu_ns = in.u64();
+    w.run_delay_ns = in.u64();
+    w.age_ns = in.u64();
+    if (known) c = w;
   }
   in.finish();
   return counters;

@@ -22,7 +22,7 @@ enum class Request : std::uint8_t {
   Adopt,         // string instance
   Snapshot,      // u32 n, n x i32 local index -> n snapshots
   AllStates,     // -> one state per rank of the monitor
-  WorkCounters,  // -> one optional I/O byte count and resident size per rank of the monitor
+  WorkCounters,  // -> one optional stats::WorkCounters per rank of the monitor (I/O, memory, CPU, age)
   GatherStacks,  // reduced: merged prefix tree and every rank's record
   Signal,        // i32 signal, to every rank of the monitor
   Usage,         // -> the monitor's CPU seconds, wall seconds alive, samples taken

@@ -142,11 +142,23 @@ std::vector<std::optional<stats::WorkCounters>> LiveNodeWorker::work_counters() 
   for (const auto& r : ranks_) {
     const auto io = os::read_io(os::Pid{r.pid});
     const auto stat = os::read_stat(os::Pid{r.pid});
+    const auto sched = os::read_schedstat(os::Pid{r.pid});
     // Read, then make sure they were the rank's: a reused pid's counters are no evidence.
     const bool ours = io && stat && os::has_pid_now(identity_of(r));
-    counters.push_back(
-        ours ? std::optional(stats::WorkCounters{io->read_chars + io->written_chars, stat->resident_pages * page_size})
-             : std::nullopt);
+    if (!ours) {
+      counters.push_back(std::nullopt);
+      continue;
+    }
+    stats::WorkCounters c{.io_bytes = io->read_chars + io->written_chars,
+                          .resident_bytes = stat->resident_pages * page_size};
+    // Without schedstat (a kernel without CONFIG_SCHED_INFO) or a clock, age 0: starvation unknown.
+    // CPU time of every thread (an OpenMP team's too), the run queue of the main one (MPI's).
+    if (sched) {
+      c.cpu_ns = os::ticks_to_ns(stat->cpu_ticks);
+      c.run_delay_ns = sched->run_delay_ns;
+      c.age_ns = os::age_ns(stat->start_ticks).value_or(0);
+    }
+    counters.push_back(c);
   }
   return counters;
 }

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 
 #include "os/scoped_fd.h"
@@ -176,6 +177,21 @@ std::optional<std::vector<std::uint16_t>> listening_tcp_ports(Pid pid) {
 
 std::optional<IoCounters> read_io(Pid pid) { return read_parsed(pid, "io", parse_io); }
 
+std::optional<SchedStat> read_schedstat(Pid pid) { return read_parsed(pid, "schedstat", parse_schedstat); }
+
+std::uint64_t ticks_to_ns(std::uint64_t ticks) {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  return ticks * (1'000'000'000u / static_cast<std::uint64_t>(ticks_per_second > 0 ? ticks_per_second : 100));
+}
+
+std::optional<std::uint64_t> age_ns(std::uint64_t start_ticks) {
+  timespec now{};
+  if (::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return std::nullopt;
+  const auto now_ns = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec);
+  const auto start_ns = ticks_to_ns(start_ticks);
+  return now_ns > start_ns ? now_ns - start_ns : 0;
+}
+
 // ---- parsers: pure, and never throw on what they are given ----
 
 namespace {
@@ -297,6 +313,19 @@ std::optional<IoCounters> parse_io(std::string_view text) {
     return std::nullopt;
   }
   return IoCounters{*read, *written};
+}
+
+std::optional<SchedStat> parse_schedstat(std::string_view text) {
+  // "1693450512 10735812345 40122\n": time on a CPU (ns), time waiting in the run queue (ns),
+  // time slices run.
+  const auto cpu = number_at<std::uint64_t>(text);
+  const auto blank = text.find_first_of(" \t", text.find_first_not_of(" \t"));
+  const auto delay = blank == std::string_view::npos ? std::nullopt : number_at<std::uint64_t>(text.substr(blank));
+  if (!cpu || !delay) {
+    errno = EINVAL;
+    return std::nullopt;
+  }
+  return SchedStat{*cpu, *delay};
 }
 
 std::optional<ThreadWait> parse_syscall(std::string_view text) {

@@ -80,6 +80,18 @@ struct IoCounters {
 };
 std::optional<IoCounters> read_io(Pid pid);
 
+// What the scheduler has given a thread so far (/proc/PID/schedstat: the main thread's, for a
+// pid): time on a CPU, and time it was runnable but waited for one (in the run queue).
+struct SchedStat {
+  std::uint64_t cpu_ns = 0, run_delay_ns = 0;
+};
+std::optional<SchedStat> read_schedstat(Pid pid);
+// How long ago a process started (its ProcStat::start_ticks, against the clock the kernel counts
+// them on, CLOCK_BOOTTIME); nullopt when that clock cannot be read.
+std::optional<std::uint64_t> age_ns(std::uint64_t start_ticks);
+// Clock ticks (ProcStat's start_ticks, cpu_ticks) in nanoseconds.
+std::uint64_t ticks_to_ns(std::uint64_t ticks);
+
 // The TCP ports `pid` listens on, IPv4 and IPv6 (its socket descriptors matched against the LISTEN
 // sockets of its network namespace, /proc/PID/net/tcp and tcp6), sorted; nullopt when its
 // descriptors cannot be read. What tells an srun's tasks from another's: they carry its port.
@@ -92,6 +104,7 @@ std::optional<ProcStat> parse_stat(std::string_view text);
 std::optional<ProcStatus> parse_status(std::string_view text);
 std::optional<std::vector<Mapping>> parse_maps(std::string_view text);
 std::optional<IoCounters> parse_io(std::string_view text);
+std::optional<SchedStat> parse_schedstat(std::string_view text);
 std::optional<ThreadWait> parse_syscall(std::string_view text);
 // A /proc/net/tcp or tcp6 table: each LISTEN socket's inode and local port.
 struct SocketPort {

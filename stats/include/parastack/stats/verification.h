@@ -76,6 +76,13 @@ std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnap
 struct WorkCounters {
   std::uint64_t io_bytes = 0;        // read and written so far, files and pipes alike
   std::uint64_t resident_bytes = 0;  // its memory in RAM now
+  // CPU time of all its threads so far; how long its main thread was runnable but waited for a
+  // CPU (the run queue); how long ago the rank started (age_ns 0: not known).
+  std::uint64_t cpu_ns = 0;
+  std::uint64_t run_delay_ns = 0;
+  std::uint64_t age_ns = 0;
+  // Which node it runs on (the probe's numbering; ranks of one node share its CPUs).
+  int node = 0;
   friend bool operator==(const WorkCounters&, const WorkCounters&) = default;
 };
 
@@ -105,6 +112,38 @@ std::optional<WorkProgress> find_work(const std::vector<std::optional<WorkCounte
                                       std::uint64_t min_growth = kResidentGrowthBytes);
 // "rank 3 is doing I/O: 12.0 MiB", "rank 0 is filling new memory: +24.0 MiB resident".
 std::string describe_work(const WorkProgress& work);
+
+// CPU starvation: a node loaded for a while (a burst of other processes, a daemon, another job's
+// prolog on a shared node) keeps the job's ranks from running at all. The model's observations then
+// come from a job frozen by its node, not from the job the model learned: ranks that give the CPU
+// away while they wait in MPI (MPI_Test and blocking calls with mpi_yield_when_idle, which Open
+// MPI sets on an oversubscribed node) wait their turn inside MPI, and a healthy job is seen all in
+// MPI, still, for as long as the load lasts (a real 4-rank polling job under three nice -10 CPU
+// hogs: every rank ran 0 % of the time, 100 % in the run queue, and was confirmed hung). No hang is
+// judged while a node's ranks, together, ran at most `max_cpu_fraction` of their usual CPU in the
+// window while runnable, waiting for a CPU, for at least `min_waiting` of it on average. Together:
+// a spinning rank starves its yielding peers on its own (the spin hang of a 4-rank ps_solver on 2
+// cores: its peers ran 0 % and waited 100 %), but it runs, so its node's ranks together do not
+// starve; nor do a deadlock's (yielding, they run about as much as before: a deadlocked ps_poller
+// on 2 cores, 45-53 % each against 34-64 %) or a sleep's (asleep, a rank does not wait).
+struct CpuStarvation {
+  std::size_t rank;       // the node's first rank (index into the counters given)
+  int ranks;              // the node's ranks with known counters
+  double ran;             // CPUs they ran on in the window, together
+  double usually_ran;     // CPUs they ran on over their lives before it
+  double waited;          // share of the window they waited for a CPU, on average
+  double window_seconds;  // the window (the first of the node's ranks')
+};
+inline constexpr double kStarvedCpuFraction = 0.2;
+inline constexpr double kStarvedWaiting = 0.5;
+inline constexpr double kStarvationWindowSeconds = 0.5;  // shorter windows are too coarse to tell
+std::optional<CpuStarvation> find_starvation(const std::vector<std::optional<WorkCounters>>& before,
+                                             const std::vector<std::optional<WorkCounters>>& after,
+                                             double max_cpu_fraction = kStarvedCpuFraction,
+                                             double min_waiting = kStarvedWaiting);
+// "the node of rank 0 is short of CPU: its 4 ranks ran on 0.01 CPUs in the last 12.5 s (usually on
+// 1.52) and waited for one 98 % of the time".
+std::string describe_starvation(const CpuStarvation& starved);
 
 // checks[c][r] is the state of rank r in check c (every check lists the same ranks). Returns the
 // ranks OUT_MPI in every check where they were known, and known at least once; empty means a
