@@ -56,6 +56,37 @@ std::optional<std::string> held_by_someone(JobProbe& probe) {
   return evidence;
 }
 
+// The last fresh look (after the streak's own observations) at the alarming set, its first `size`
+// targets, in which the fraction outside MPI was above the threshold that fired. A hang is a
+// *persistent* low fraction (§3): one that rises again while verification watches was a stretch of
+// the job, however unlikely under the model. The model assumes independent observations; a node
+// loaded for a few seconds breaks that (ranks that yield in MPI_Test wait in the run queue inside
+// MPI, so a polling code is seen all in MPI far more often, for as long as the load lasts: a real
+// 4-rank job was once confirmed hung so), and the stacks of busy-waiting ranks cannot tell.
+struct Rise {
+  double t;
+  std::string evidence;
+};
+std::optional<Rise> last_rise_above(const std::vector<std::vector<RankSnapshot>>& series,
+                                    const std::vector<double>& times, std::size_t size, double threshold,
+                                    std::size_t first_fresh) {
+  std::optional<Rise> last;
+  for (std::size_t at = first_fresh; at < times.size(); ++at) {
+    int out = 0, known = 0;
+    for (std::size_t i = 0; i < size && i < series.size(); ++i) {
+      const RankState state = at < series[i].size() ? series[i][at].state : RankState::Unknown;
+      known += state != RankState::Unknown ? 1 : 0;
+      out += state == RankState::OutMpi ? 1 : 0;
+    }
+    // Both sides are n_out/n quotients, as in the model's own comparison.
+    if (known > 0 && static_cast<double>(out) / known > threshold + 1e-12) {
+      last = Rise{times[at], "the fraction of sampled ranks outside MPI rose again to " + std::to_string(out) + "/" +
+                                 std::to_string(known) + ": the low fraction did not persist"};
+    }
+  }
+  return last;
+}
+
 }  // namespace
 
 std::vector<RankState> JobProbe::all_states(int rank_count) {
@@ -168,7 +199,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   if (hooks.on_alarm) hooks.on_alarm(verified->alarm);
   if (verified->alarm.slowdown) {
     // A held job did not move: the other sets' alarms are judged on their own (held, too, or not).
-    if (!verified->alarm.held) job_moved_at_ = std::min(verified->progress_at, probe.now());
+    if (!verified->alarm.held && verified->job_moved) job_moved_at_ = std::min(verified->progress_at, probe.now());
     model_.resume_after_slowdown(set, verified->progress_at);
     std::erase_if(streak, [&](const Sampled& s) { return s.t <= verified->progress_at; });
     return std::nullopt;
@@ -277,6 +308,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
       series[i].push_back(i < sampled.targets.size() ? sampled.targets[i] : RankSnapshot{});
     }
   }
+  const std::size_t first_fresh = times.size();
   const double interval = model_.interval();
   const double t = decision.observation.t;
   // Another set's verification may already have moved the clock past t: the fresh window starts now.
@@ -348,6 +380,13 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
       alarm.evidence = describe_work(*work);
       return result;  // the job is working now: nothing of the streak is kept
     }
+    // A job its node does not let run is not judged, as one a debugger holds: its observations
+    // are the node's, not the job's (verification.h, CpuStarvation).
+    if (const auto starved = find_starvation(work_before, work_after)) {
+      alarm.slowdown = alarm.held = true;
+      alarm.evidence = describe_starvation(*starved);
+      return result;
+    }
   }
   if (const auto progress = find_last_progress(series)) {
     alarm.slowdown = true;
@@ -364,6 +403,17 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
         since = times[c];
         ++m;
       }
+    }
+    return result;
+  }
+  if (decision.evidence == Evidence::Fraction && decision.threshold) {
+    if (const auto rose = last_rise_above(series, times, sets_[set].size(), decision.threshold->value, first_fresh)) {
+      alarm.slowdown = true;
+      alarm.evidence = rose->evidence;
+      result.progress_at = rose->t;
+      result.job_moved = false;
+      // A stretch this long of a low fraction was healthy: the next alarm must outlast it by half.
+      longest_healthy_freeze_ = std::max(longest_healthy_freeze_, rose->t - onset);
     }
   }
   return result;

@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -806,6 +808,53 @@ TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) { expect_three_p
 // watches one whose ranks block; healthy, their tests keep succeeding and nothing ever stands.
 TEST(Run, AnAllPollingHealthyJobWithTheProgressLibraryRunsThreeMinutesWithoutAnAlarm) {
   expect_three_polling_minutes_without_an_alarm({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB});
+}
+
+// CI once confirmed a hang in the healthy all-polling job above and killed it: for 7.6 s every
+// sample found all four ranks in MPI_Test (73 in a row, against a healthy chance of 0.75 each)
+// while other tests loaded the node. Ranks that yield the CPU in MPI_Test (Open MPI does on an
+// oversubscribed node) wait their turn inside it, so a node that stops running them makes a
+// healthy polling job look exactly like a hung one, for as long as the load lasts, and the stacks
+// of busy-waiting ranks cannot show otherwise. Here the load is made to last: three CPU hogs at
+// nice -10 and three fork loops come once the model is built and stay until the watchdog has
+// judged an alarm. It must say that the node starved the job, and let it finish. Runs alone
+// (RUN_SERIAL in tests/CMakeLists.txt): its load would slow every test beside it.
+TEST(RunStarved, AHealthyPollingJobItsNodeStopsRunningIsNotJudged) {
+  if (::geteuid() != 0) GTEST_SKIP() << "raising CPU hogs to nice -10 needs root (CI runs as root)";
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_poller"), "120"}));
+  const auto waiting_until = [&](const std::function<bool()>& done, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && run.process().running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100ms);
+    }
+    return done();
+  };
+  const auto waiting_for = [&](const std::string& text, std::chrono::seconds limit) {
+    return waiting_until([&] { return run.log().find(text) != std::string::npos; }, limit);
+  };
+  // A model of 300 samples (about 30 s): a young model's k is in the hundreds, and the load would
+  // have to last minutes to raise an alarm.
+  const auto model_samples = [&] {
+    const std::string log = run.log();
+    const auto at = log.rfind("model_samples=");
+    return at == std::string::npos ? 0L : std::strtol(log.c_str() + at + std::strlen("model_samples="), nullptr, 10);
+  };
+  ASSERT_TRUE(waiting_until([&] { return model_samples() >= 300; }, 90s)) << tail(run.log());
+  {
+    ChildProcess load({"sh", "-c",
+                       "for i in 1 2 3; do nice -n -10 sh -c 'while :; do :; done' & done; "
+                       "for i in 1 2 3; do sh -c 'while :; do /bin/true; done' & done; wait"});
+    ASSERT_TRUE(waiting_for("alarm at", 60s)) << "the load never raised an alarm: nothing was tested\n"
+                                              << tail(run.log());
+  }  // the hogs and fork loops are killed here, or when a failed assertion leaves the scope
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  const auto starved = log.find("is short of CPU");
+  ASSERT_NE(starved, std::string::npos) << tail(log);
+  std::cout << log.substr(log.rfind('\n', starved) + 1, log.find('\n', starved) - log.rfind('\n', starved)) << "\n";
+  EXPECT_EQ(run.report()["verdict"], "completed") << tail(log);
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
 // hpcc's deadlock beside pollers (tests/programs/ps_poller.c --deadlock): rank 1 blocks in a

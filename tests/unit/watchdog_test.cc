@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "parastack/stats/random.h"
@@ -80,6 +82,110 @@ TEST(Watchdog, AStreakCutAtAMovementJustBeforeTheHangIsConfirmedWithoutASecondLo
   EXPECT_LT(verification, config.verification_fraction * evidence)
       << "the second verification waited half the evidence again (" << verification << " s of " << evidence
       << " s): the stillness watched during the first one was not counted";
+}
+
+// Four ranks of a healthy polling code (ps_poller): each is found in MPI_Test, at one of the
+// loops of its step, or now and then (7 %) in the work it does between two polls. From `burst` on
+// the node is loaded: the ranks, which yield the CPU in MPI_Test, wait their turn inside it, and
+// every sample finds all four there, until shortly after the model's alarm (the CI's false hang:
+// 73 observations in a row at S = 0 against a healthy chance of 0.75 each, then S = 1/4 again).
+class LoadedPollers : public JobProbe {
+ public:
+  explicit LoadedPollers(double burst) : burst_(burst) {}
+  void alarm_fired() {
+    if (!burst_end_) burst_end_ = t_ + 0.3;
+  }
+  bool burst_ended() const { return burst_end_ && t_ >= *burst_end_; }
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < 600;
+  }
+  std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<RankSnapshot> states;
+    const bool loaded = t_ >= burst_ && !burst_ended();
+    const auto look = ++looks_;
+    for (int rank : ranks) {
+      const std::uint64_t draw = mix64(mix64(static_cast<std::uint64_t>(rank) + 1) ^ look);
+      const std::uint64_t loop = draw % 5;
+      if (!loaded && to_unit(mix64(draw)) < 0.07) {
+        states.push_back({RankState::OutMpi, {}, 0x510 + loop});
+      } else {
+        states.push_back({RankState::InMpi, "MPI_Test", 0x500 + loop});
+      }
+    }
+    return states;
+  }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
+
+ private:
+  double burst_, t_ = 0;
+  std::optional<double> burst_end_;
+  std::uint64_t looks_ = 0;
+};
+
+// A low fraction that rises again while verification watches did not persist: a slowdown, not a
+// hang, even though the stacks of busy-waiting ranks cannot show the job moving.
+TEST(Watchdog, ALowFractionThatRisesAgainDuringVerificationIsNoHang) {
+  LoadedPollers probe(200);
+  std::vector<Alarm> alarms;
+  WatchdogHooks hooks;
+  hooks.on_decision = [&](const Decision& d) {
+    if (d.verdict == Verdict::Hang) probe.alarm_fired();
+  };
+  hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+  Watchdog watchdog(WatchdogConfig{}, 4, 5);
+  const auto finding = watchdog.watch(probe, hooks);
+
+  ASSERT_FALSE(alarms.empty()) << "the loaded stretch never fired the model: the scenario tests nothing";
+  EXPECT_FALSE(finding.has_value()) << "a healthy polling job was confirmed hung at t=" << finding->confirmed_at
+                                    << " (evidence " << to_string(finding->decision.evidence) << ")";
+  const Alarm& first = alarms.front();
+  EXPECT_EQ(first.decision.evidence, Evidence::Fraction);
+  EXPECT_GT(first.decision.onset(), 195.0) << "an alarm long before the load";
+  EXPECT_TRUE(first.slowdown);
+  EXPECT_NE(first.evidence.find("did not persist"), std::string::npos) << first.evidence;
+}
+
+// The same polling job on a node loaded from `burst` on for good: its ranks never run again (their
+// run-queue counters say so), and every sample finds all four waiting in MPI_Test for ever. The
+// low fraction persists through any verification; only the counters tell the node from the job.
+class StarvedPollers : public LoadedPollers {
+ public:
+  explicit StarvedPollers(double burst) : LoadedPollers(burst), burst_(burst) {}
+  std::vector<std::optional<WorkCounters>> work_counters() override {
+    // 4 ranks on 2 cores: half the time on a CPU, half waiting; none at all once the load came.
+    const double t = now(), before = std::min(t, burst_), during = std::max(0.0, t - burst_);
+    const auto ns = [](double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); };
+    std::vector<std::optional<WorkCounters>> counters;
+    for (int r = 0; r < 4; ++r) {
+      counters.push_back(WorkCounters{.io_bytes = 0,
+                                      .resident_bytes = 50 << 20,
+                                      .cpu_ns = ns(before / 2),
+                                      .run_delay_ns = ns(before / 2 + during),
+                                      .age_ns = ns(t + 1)});
+    }
+    return counters;
+  }
+
+ private:
+  double burst_;
+};
+
+TEST(Watchdog, AJobItsNodeDoesNotLetRunIsNotJudged) {
+  StarvedPollers probe(200);
+  std::vector<Alarm> alarms;
+  WatchdogHooks hooks;
+  hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+  Watchdog watchdog(WatchdogConfig{}, 4, 5);
+  const auto finding = watchdog.watch(probe, hooks);
+
+  ASSERT_FALSE(alarms.empty()) << "the starved stretch never fired the model: the scenario tests nothing";
+  EXPECT_FALSE(finding.has_value()) << "a job its node starved was confirmed hung at t=" << finding->confirmed_at;
+  for (const Alarm& alarm : alarms) {
+    EXPECT_TRUE(alarm.slowdown && alarm.held) << alarm.evidence;
+    EXPECT_NE(alarm.evidence.find("short of CPU"), std::string::npos) << alarm.evidence;
+  }
 }
 
 }  // namespace

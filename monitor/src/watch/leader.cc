@@ -292,7 +292,7 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     bool ready_logged = false, unbuilt_warned = false;
     std::optional<double> unread_since;  // since when no sampled rank could be read
     bool unread_said = false;
-    std::string held_said;  // the last held alarm's evidence, until a healthy sample
+    std::string held_said;  // the last held alarm's reason, until a healthy sample
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
@@ -348,10 +348,12 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       if (alarm.held) {
         // Said once while it lasts: a mount stalled for an hour, or a debugger session, raises an
         // alarm every few seconds, each held for the same reason.
-        const auto level = alarm.evidence == progress->held_said ? spdlog::level::debug : spdlog::level::warn;
+        // By its reason, not its figures: a starved rank's shares differ from one alarm to the next.
+        const std::string reason = alarm.evidence.substr(0, alarm.evidence.find(':'));
+        const auto level = reason == progress->held_said ? spdlog::level::debug : spdlog::level::warn;
         log.log(level, "alarm at t={:.1f} s: {}: no hang is judged on it; watching on", alarm.decision.observation.t,
                 alarm.evidence);
-        progress->held_said = alarm.evidence;
+        progress->held_said = reason;
       } else {
         log.info("alarm at t={:.1f} s was a transient slowdown ({}); watching on", alarm.decision.observation.t,
                  alarm.evidence);

@@ -142,6 +142,9 @@ class Watchdog {
   struct Verified {
     Alarm alarm;
     double progress_at = std::numeric_limits<double>::infinity();
+    // Whether some rank was seen moving. Not when only this set's fraction outside MPI rose again:
+    // the other sets' evidence is then judged on its own.
+    bool job_moved = true;
     // Every sampled rank (all sets, the alarming set's first) at the last fresh snapshot, and when.
     std::vector<int> targets;
     std::vector<RankSnapshot> last;
