@@ -93,7 +93,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-random_between() { echo $(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }
+# random_between VAR LO HI: VAR = a uniform random integer in [LO, HI]. Never called in $(...):
+# bash 5.1+ reseeds RANDOM in a subshell, and --seed would not repeat.
+random_between() { printf -v "$1" '%d' $(( $2 + (RANDOM * 32768 + RANDOM) % ($3 - $2 + 1) )); }
+ms=0  # the milliseconds random_between draws for sleep_ms
 sleep_ms() { sleep "$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')"; }
 
 # The ranks (ps_solver processes) under launcher $1.
@@ -176,9 +179,11 @@ hit() {
     term) kill -TERM "$pid" 2>/dev/null ;;
     stop-cont-kill)
       kill -STOP "$pid" 2>/dev/null
-      sleep_ms "$(random_between 1 30)"
+      random_between ms 1 30
+      sleep_ms "$ms"
       kill -CONT "$pid" 2>/dev/null
-      sleep_ms "$(random_between 1 30)"
+      random_between ms 1 30
+      sleep_ms "$ms"
       kill -KILL "$pid" 2>/dev/null ;;
   esac
   local deadline=$((SECONDS + 30))
@@ -199,7 +204,8 @@ sampler_trials() {
       way=${ways[$((done_trials % 3))]}
       "$BENCH" sample-bench --pid "$JOB_PID" --loop 0.0001 > /dev/null 2>&1 &
       sampler=$!
-      sleep_ms "$(random_between 1 40)"
+      random_between ms 1 40
+      sleep_ms "$ms"
       hit "$sampler" "$way"
       record "$section" "$prefix$way" "$(check_ranks "$JOB_PID")"
       done_trials=$((done_trials + 1))
@@ -224,7 +230,8 @@ while [ $done_trials -lt "$MONITOR_TRIALS" ]; do
       mpirun --oversubscribe -np 1 "$MONITOR" --pid "$JOB_PID" --report "$SCRATCH/m.$done_trials.json" \
       --log-file "$log" > /dev/null 2>&1 &
     launcher=$!
-    sleep_ms "$(random_between 300 6000)"
+    random_between ms 300 6000
+    sleep_ms "$ms"
     monitor=$(pgrep -P "$launcher" -f parastack-monitor | head -1)
     [ -z "$monitor" ] && monitor=$(pgrep -f "$MONITOR --pid $JOB_PID" | head -1)
     problems=""
@@ -254,7 +261,8 @@ for ((t = 0; t < RUN_TRIALS; t++)); do
   "$PARASTACK" run --report "$dir/report.json" --log-file "$dir/log" -- \
     sh -c "mpirun --oversubscribe -np 4 $SOLVER blocking 10 > $dir/out 2>&1; echo \$? > $dir/status" &
   watcher=$!
-  sleep_ms "$(random_between 300 6000)"
+  random_between ms 300 6000
+  sleep_ms "$ms"
   job=$(pgrep -P "$watcher" -x sh | head -1)
   launcher=$(pgrep -P "${job:-0}" -x mpirun | head -1)
   hit "$watcher" "$way"
@@ -349,11 +357,12 @@ hold_a_rank() {  # DURING watched_healthy_run: gdb holds a random rank, then let
     launcher=$(pgrep -P "$WATCHER" -x mpirun | head -1)
     sleep 0.05
   done
-  sleep_ms "$(random_between 3000 15000)"
+  random_between ms 3000 15000
+  sleep_ms "$ms"
   mapfile -t ranks < <(ranks_of "$launcher")
   [ ${#ranks[@]} -gt 0 ] || return 0
   rank=${ranks[$((RANDOM % ${#ranks[@]}))]}
-  hold=$(random_between 5 25)
+  random_between hold 5 25
   # The sampler may hold the rank for microseconds: gdb's attach then fails and is tried again.
   for attempt in 1 2 3 4 5; do
     gdb -p "$rank" -batch -ex "shell sleep $hold" -ex detach > "$WATCH_DIR/gdb.$attempt" 2>&1 || true

@@ -85,9 +85,13 @@ tag=parastack-progress-$$-$SEED
 # shellcheck source=bench/tagged_processes.sh
 source bench/tagged_processes.sh  # (the script runs from the top of the tree)
 
+# pick_time VAR LO-HI: VAR = a uniform random number in it (one decimal). Never called in $(...):
+# bash 5.1+ reseeds RANDOM in a subshell, and --seed would not repeat.
 pick_time() {
-  awk -v lo="${1%-*}" -v hi="${1#*-}" -v r="$RANDOM" 'BEGIN {printf "%.1f", lo + (hi - lo) * r / 32767}'
+  local r=$RANDOM
+  printf -v "$1" '%s' "$(awk -v lo="${2%-*}" -v hi="${2#*-}" -v r="$r" 'BEGIN {printf "%.1f", lo + (hi - lo) * r / 32767}')"
 }
+at=0  # the fault time pick_time draws
 
 # verdict, hang type, LP ranks (library), LP ranks (stacks), source, delay: from a report.
 read_report() {
@@ -125,7 +129,7 @@ for ranks in $RANKS; do
       with=yes
       [ "$i" -ge "$RUNS" ] && with=no
       rank=$((RANDOM % ranks))
-      at=$(pick_time "$FAULT_WINDOW")
+      pick_time at "$FAULT_WINDOW"
       truth=$rank
       [ "$kind" = deadlock-pair ] && truth=$(printf '%s\n' "$rank" "$(((rank + 1) % ranks))" | sort -n | paste -sd,)
       dir=$work/run$run

@@ -154,13 +154,16 @@ tag=parastack-bench-$$-$SEED
 # shellcheck source=bench/tagged_processes.sh
 source bench/tagged_processes.sh  # (the script runs from the top of the tree)
 
-# A uniform random number in "LO-HI" (one decimal), or the number itself.
+# pick_time VAR SPEC: VAR = a uniform random number in SPEC "LO-HI" (one decimal), or SPEC itself.
+# Never called in $(...): bash 5.1+ reseeds RANDOM in a subshell, and --seed would not repeat.
 pick_time() {
-  case $1 in
-    *-*) awk -v lo="${1%-*}" -v hi="${1#*-}" -v r="$RANDOM" 'BEGIN {printf "%.1f", lo + (hi - lo) * r / 32767}' ;;
-    *) echo "$1" ;;
+  local r=$RANDOM
+  case $2 in
+    *-*) printf -v "$1" '%s' "$(awk -v lo="${2%-*}" -v hi="${2#*-}" -v r="$r" 'BEGIN {printf "%.1f", lo + (hi - lo) * r / 32767}')" ;;
+    *) printf -v "$1" '%s' "$2" ;;
   esac
 }
+at=0  # the fault time pick_time draws
 
 # The report's verdict, hang type, faulty ranks, detected_at; "none - - -" without a report.
 read_report() {
@@ -375,7 +378,7 @@ if section solver && [ "$SOLVER_RUNS" -gt 0 ]; then
       for kind in $FAULT_KINDS; do
         run=$((run + 1))
         rank=$((RANDOM % ranks))
-        at=$(pick_time "$SOLVER_FAULT_WINDOW")
+        pick_time at "$SOLVER_FAULT_WINDOW"
         dir=$work/solver$run
         limit=$(awk -v t="$at" -v d="$DETECT_TIMEOUT" 'BEGIN {printf "%d", t + d + 30}')
         watch "solver$run" "$limit" "$dir" mpirun --oversubscribe -np "$ranks" -x LD_PRELOAD="$injector" \
@@ -411,7 +414,7 @@ if section apps && [ "$APP_RUNS" -gt 0 ]; then
         for kind in $FAULT_KINDS; do
           run=$((run + 1))
           rank=$((RANDOM % ranks))
-          at=$(pick_time "$when")
+          pick_time at "$when"
           dir=$work/app$run
           mkdir -p "$dir"
           limit=$(awk -v t="$at" -v d="$DETECT_TIMEOUT" 'BEGIN {printf "%d", t + d + 30}')
