@@ -786,7 +786,13 @@ void expect_three_polling_minutes_without_an_alarm(std::vector<std::string> opti
   EXPECT_EQ(report["exit_status"], 0);
   EXPECT_EQ(report["action_taken"], "none");
   EXPECT_EQ(report["faulty_ranks"], json::array());
-  EXPECT_EQ(report["model"].value("alarms", -1), 0) << report["model"].dump();
+  // Not one alarm about the job. One the node caused (held: it starved the job, as another test's
+  // burst of processes can) is about the node, and the job's rules are not judged by it.
+  int starved = 0;
+  for (const auto& evidence : report["model"].value("slowdown_evidence", json::array())) {
+    starved += evidence.get<std::string>().find("is short of CPU") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(report["model"].value("alarms", -1), starved) << report["model"].dump();
   EXPECT_GT(report["model"]["observations"].get<int>(), 60);  // it was watched, not ignored
   const auto& coverage = report["coverage"];
   EXPECT_TRUE(!coverage["stasis_since"].is_null() || !coverage["model_since"].is_null())
@@ -796,9 +802,10 @@ void expect_three_polling_minutes_without_an_alarm(std::vector<std::string> opti
   std::string text;
   std::string alarms;
   while (std::getline(log, text)) {
-    if (text.find("HANG") != std::string::npos || text.find("alarm at") != std::string::npos) alarms += text + "\n";
+    const bool alarm = text.find("alarm at") != std::string::npos && text.find("is short of CPU") == std::string::npos;
+    if (text.find("HANG") != std::string::npos || alarm) alarms += text + "\n";
   }
-  EXPECT_EQ(alarms, "") << "the log raised alarms";
+  EXPECT_EQ(alarms, "") << "the log raised alarms about the job";
 }
 
 TEST(Run, AnAllPollingHealthyJobRunsThreeMinutesWithoutAnAlarm) { expect_three_polling_minutes_without_an_alarm({}); }
