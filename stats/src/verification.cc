@@ -145,7 +145,6 @@ std::optional<CpuStarvation> find_starvation(const std::vector<std::optional<Wor
                                              const std::vector<std::optional<WorkCounters>>& after,
                                              double max_cpu_fraction, double min_waiting) {
   std::map<int, CpuStarvation> nodes;
-  std::map<int, double> waited_sum;
   for (std::size_t r = 0; r < std::min(before.size(), after.size()); ++r) {
     if (!before[r] || !after[r]) continue;
     const WorkCounters& from = *before[r];
@@ -160,10 +159,11 @@ std::optional<CpuStarvation> find_starvation(const std::vector<std::optional<Wor
     ++node.ranks;
     node.ran += static_cast<double>(to.cpu_ns - from.cpu_ns) / window;
     node.usually_ran += static_cast<double>(from.cpu_ns) / static_cast<double>(from.age_ns);
-    waited_sum[to.node] += static_cast<double>(to.run_delay_ns - from.run_delay_ns) / window;
+    node.waited += static_cast<double>(to.run_delay_ns - from.run_delay_ns) / window;  // summed, averaged below
   }
-  for (auto& [id, node] : nodes) {
-    node.waited = waited_sum[id] / node.ranks;
+  for (auto& entry : nodes) {
+    CpuStarvation& node = entry.second;
+    node.waited /= node.ranks;
     if (node.usually_ran > 0 && node.waited >= min_waiting && node.ran <= max_cpu_fraction * node.usually_ran) {
       return node;
     }
