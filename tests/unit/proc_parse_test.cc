@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,11 +118,17 @@ TEST(ProcParse, ASchedstatFileSaysHowLongAThreadRanAndWaitedForACpu) {
   EXPECT_NO_THROW(EXPECT_FALSE(parse_schedstat("x 3 4\n")));
 }
 
-// The reader and the age on this very process: a thread that has spun for a while has run, and
-// the process is at least that old.
+// The reader and the age on this very process: a thread that has run for a while has run, and
+// the process is at least that old. It spins until its own CPU clock says 40 ms, not for a wall
+// time: on a loaded node 30 ms of wall time gave 16 ms of CPU (a CI run). schedstat's sum is
+// brought up to date only at ticks and switches, so it may lag the clock by a tick or so.
 TEST(ProcParse, ThisProcessHasRunAndHasAnAge) {
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
-  while (std::chrono::steady_clock::now() < spin_until) {
+  auto thread_cpu_ns = [] {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::uint64_t(now.tv_sec) * 1'000'000'000 + std::uint64_t(now.tv_nsec);
+  };
+  while (thread_cpu_ns() < 40'000'000u) {
   }
   const auto sched = read_schedstat(Pid{::getpid()});
   ASSERT_TRUE(sched) << "no /proc/self/schedstat: " << std::strerror(errno);
