@@ -16,6 +16,7 @@ std::optional<std::string> config_error(const ModelConfig& c) {
   if (!(c.initial_interval > 0)) return "the initial sampling interval must be positive";
   if (c.max_interval < c.initial_interval) return "the maximum interval is below the initial one";
   if (c.runs_test_every < 4) return "the runs test needs at least 4 samples";
+  if (!(c.late_after > 0)) return "the lateness after which an observation is no evidence must be positive";
   if (c.window != 0 && c.window < 2 * static_cast<std::size_t>(c.runs_test_every)) {
     return "the model window is too small to hold two runs-test windows";
   }
@@ -60,6 +61,8 @@ std::string_view to_string(Verdict verdict) {
       return "suspicion";
     case Verdict::Hang:
       return "hang";
+    case Verdict::Unwatched:
+      return "unwatched";
   }
   return "?";
 }
@@ -181,6 +184,18 @@ Decision HangModel::observe(const Observation& observation) {
   };
   bool tested = false;
 
+  // A late observation is no evidence: its sample may repeat the previous one only because nothing
+  // ran in between. Nothing is tested on it or learned from it, and every streak and run of the set
+  // ends here unlearned: evidence must be gathered while the job is watched, at the model's pace.
+  if (observation.late_by > config_.late_after) {
+    if (config_.stasis.enabled) decision.stasis = set.stasis.observe_late(observation);
+    set.held_back.clear();
+    set.frozen.clear();
+    set.streaks.clear();
+    decision.verdict = Verdict::Unwatched;
+    decision.model_samples = set.samples.size();
+    return decision;
+  }
   // Stasis needs no randomness check and no built model (its early rule is model-free).
   if (config_.stasis.enabled) {
     decision.stasis = set.stasis.observe(observation, alpha_now() / 2);

@@ -164,7 +164,31 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
     }
   }
   maybe_refresh();
+  describe_run(o, test_alpha, d);
+  observe_active(o, d);
+  return d;
+}
 
+StasisDecision StasisModel::observe_late(const Observation& o) {
+  StasisDecision d;
+  held_.clear();
+  previous_still_.reset();
+  depth_ = 0;
+  previous_path_ = o.path;
+  previous_t_ = o.t;
+  describe_run(o, 0, d);
+
+  active_run_.clear();
+  excursion_.reset();
+  previous_active_ = o.active_path;
+  previous_active_ranks_ = o.active_ranks;
+  previous_active_t_ = o.t;
+  last_active_ = has_active_rank(o) ? o.active_path : 0;  // no link across the gap
+  describe_active_run(o, d);
+  return d;
+}
+
+void StasisModel::describe_run(const Observation& o, double test_alpha, StasisDecision& d) {
   d.first_bound = first_bound_;
   d.continue_bound = continue_bound_;
   d.pairs = first_trials_;
@@ -198,8 +222,6 @@ StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
       if (needed < 1e9) d.required_streak = static_cast<int>(needed);
     }
   }
-  observe_active(o, d);
-  return d;
 }
 
 void StasisModel::resume_after_slowdown(double progress_at) {
@@ -290,7 +312,10 @@ void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
     excursion_ = o;  // judged by the next observation
   }
   if (!excursion_) step_active(o);
+  describe_active_run(o, d);
+}
 
+void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
   d.early_applies = known_observations_ >= config_.early_min_pairs;
   d.early_streak = static_cast<int>(active_run_.size());
   if (d.early_streak > 0) {

@@ -79,6 +79,10 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     if (!progressed->is_boolean()) return TraceError{"\"progressed\" must be true or false"};
     observation.progressed = progressed->get<bool>();
   }
+  if (json.contains("late_by")) {
+    if (!read_field(json, "late_by", observation.late_by, error)) return TraceError{error};
+    if (observation.late_by < 0) return TraceError{"\"late_by\" must not be negative"};
+  }
   if (json.contains("active")) {
     if (auto bad = read_hex("active", observation.active_path)) return *bad;
     if (json.contains("active_out") && !read_field(json, "active_out", observation.active_out, error)) {
@@ -109,6 +113,7 @@ std::string format_trace_line(const Observation& o) {
   if (o.polling) json["polling"] = true;
   if (o.counted) json["counted"] = true;
   if (o.progressed) json["progressed"] = true;
+  if (o.late_by > 0) json["late_by"] = o.late_by;
   if (o.path != 0 || o.active_path != 0) {
     // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.
     char hex[17];

@@ -131,6 +131,7 @@ Watchdog::Watchdog(const WatchdogConfig& config, int rank_count, std::uint64_t s
 std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks& hooks, double until) {
   while (true) {
     const double t_next = last_t_ + model_.next_delay(rng_.uniform());
+    const double ready = probe.now();  // the watchdog's own work since the last observation is not lateness
     if (t_next >= until || !probe.wait_until(t_next)) return std::nullopt;
     std::vector<int> sampled_sets;
     if (config_.every_set_each_time) {
@@ -144,6 +145,10 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
     auto all = probe.snapshot(ranks);
     const double t = probe.now();
     last_t_ = t;
+    // How late the snapshot came: the probe's sleep overran, or a rank it had to stop was not
+    // running. Either way the time before it was not watched as planned (ModelConfig::late_after).
+    // Not the first: there is no time before it to watch, and it reads the ranks' symbols.
+    const double late_by = observations_ == 0 ? 0.0 : std::max(0.0, t - std::max(t_next, ready));
     std::size_t from = 0;
     for (int s : sampled_sets) {
       const std::size_t size = sets_[s].size();
@@ -152,15 +157,17 @@ std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks&
       targets.resize(size);
       from += size;
       const std::uint64_t observed = observations_;
-      if (auto ended = observe_set(probe, hooks, s, t, std::move(targets))) return *ended;
+      if (auto ended = observe_set(probe, hooks, s, t, late_by, std::move(targets))) return *ended;
       // A verification fed the model later snapshots of every set: these, from t, are stale.
       if (observations_ > observed + 1) break;
     }
   }
 }
 
-Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, std::vector<RankSnapshot> targets) {
-  const Observation observation = signatures_.observe(t, set, targets);
+Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, double late_by,
+                          std::vector<RankSnapshot> targets) {
+  Observation observation = signatures_.observe(t, set, targets);
+  observation.late_by = late_by;
   const Decision decision = model_.observe(observation);
   ++observations_;
   if (hooks.on_decision) hooks.on_decision(decision);
@@ -177,8 +184,9 @@ Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, std::ve
 }
 
 std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,
-                                                                double t, std::vector<RankSnapshot> targets) {
-  const Decision decision = record(hooks, set, t, std::move(targets));
+                                                                double t, double late_by,
+                                                                std::vector<RankSnapshot> targets) {
+  const Decision decision = record(hooks, set, t, late_by, std::move(targets));
   auto& streak = streak_samples_[set];
   mark_work(probe);
   if (decision.verdict != Verdict::Hang) return std::nullopt;
@@ -206,6 +214,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   }
   std::optional<Verified> moved;
   HangFinding finding = identify(probe, *verified, moved);
+  last_t_ = std::max(last_t_, probe.now());  // the checks took their time: the next sample is planned from now
   if (moved) {
     if (hooks.on_alarm) hooks.on_alarm(moved->alarm);
     job_moved_at_ = std::min(moved->progress_at, probe.now());
@@ -322,19 +331,26 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
                          ? fresh_start + interval
                          : std::max({complete + interval, complete + config_.verification_fraction * (complete - onset),
                                      onset + config_.freeze_margin * longest_healthy_freeze_});
-  const double fresh_end = std::max(end, fresh_start + interval);
+  double fresh_end = std::max(end, fresh_start + interval);
   // Every fresh snapshot is also an observation of the model (of every set), at the model's own
   // randomised pace: a hang whose streak verification cuts at a movement just before its onset
   // has then kept growing meanwhile, and is judged again at once rather than after a new streak.
   double fed_at = std::max(t, last_t_), feed_gap = model_.next_delay(rng_.uniform());
   std::vector<std::optional<WorkCounters>> work_before, work_after;
-  double at = fresh_start;
+  double at = fresh_start, previous_taken = fresh_start;
   for (int fresh = 0; fresh < 2 || at < fresh_end; ++fresh) {
     const double step = model_.next_delay(rng_.uniform()) / 2;  // at most 3I/4: the first never passes fresh_end
     at = at < fresh_end ? std::min(at + step, fresh_end) : at + step;
+    const double ready = probe.now();
     if (!probe.wait_until(at)) return std::nullopt;
     auto now = probe.snapshot(targets);
     const double taken = probe.now();
+    const double late_by = std::max(0.0, taken - std::max(at, ready));
+    // A late snapshot watched nothing since the one before: verification watches that much longer,
+    // so that it sees the job for as long as it meant to.
+    if (late_by > config_.model.late_after) fresh_end += taken - previous_taken;
+    previous_taken = taken;
+    at = std::max(at, taken);  // the next snapshot is planned from this one, not from a plan it missed
     times.push_back(taken);
     for (std::size_t i = 0; i < targets.size(); ++i) series[i].push_back(i < now.size() ? now[i] : RankSnapshot{});
     if (fresh == 0) {
@@ -345,7 +361,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
       now.resize(targets.size());
       for (int s = 0; s < static_cast<int>(sets_.size()); ++s) {
         const std::size_t from = s == set ? 0 : first_target[s];
-        record(hooks, s, taken,
+        record(hooks, s, taken, late_by,
                std::vector<RankSnapshot>(now.begin() + static_cast<std::ptrdiff_t>(from),
                                          now.begin() + static_cast<std::ptrdiff_t>(from + sets_[s].size())));
       }

@@ -136,6 +136,34 @@ TEST(HangModel, AnObservationInWhichAnMpiCallCompletedIsNoSuspicion) {
   EXPECT_EQ(again.streak, 1);
 }
 
+// An observation that came long after its time says nothing about the time before it: the streak
+// it would have extended ends, unlearned, and a new one must be watched from the start.
+TEST(HangModel, ALateObservationEndsTheStreakUnlearnedAndIsNoSuspicion) {
+  ModelConfig one_set;
+  one_set.sets = 1;
+  Driver d(one_set);
+  while (!d.model.ready()) d.feed_healthy();
+  d.feed(0);
+  const auto second = d.feed(0);
+  ASSERT_EQ(second.streak, 2);
+  d.t += 20;
+  Observation late{d.t, 0, 0, 10};
+  late.late_by = 20;
+  const auto unwatched = d.model.observe(late);
+  EXPECT_EQ(unwatched.verdict, Verdict::Unwatched);
+  EXPECT_EQ(unwatched.streak, 0);
+  EXPECT_EQ(unwatched.model_samples, second.model_samples) << "neither it nor the streak was learned";
+  const auto after = d.feed(0);
+  EXPECT_EQ(after.verdict, Verdict::Suspicion);
+  EXPECT_EQ(after.streak, 1);
+  EXPECT_EQ(after.streak_onset, d.t);
+  // Late by less than late_after: an observation like any other.
+  d.t += d.model.interval();
+  Observation slightly{d.t, 0, 0, 10};
+  slightly.late_by = one_set.late_after / 2;
+  EXPECT_EQ(d.model.observe(slightly).streak, 2);
+}
+
 TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   Driver d;
   while (!d.model.ready()) d.feed_healthy();
@@ -254,6 +282,9 @@ TEST(HangModel, ConfigErrorsAreExplained) {
   EXPECT_THROW(HangModel{config}, std::invalid_argument);
   config = {};
   config.max_interval = config.initial_interval / 2;
+  EXPECT_TRUE(config_error(config).has_value());
+  config = {};
+  config.late_after = 0;
   EXPECT_TRUE(config_error(config).has_value());
 }
 

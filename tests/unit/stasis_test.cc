@@ -229,6 +229,36 @@ TEST(Stasis, TheModelFreeRuleFiresAfterItsMinimumOnAJobThatHasMoved) {
   EXPECT_NEAR(s.t - stopped, config.early_min_seconds, 0.15);  // max(5 s, 3 s / 8)
 }
 
+// A late observation (the monitor or a rank was kept off the CPU) ends both kinds of run without
+// teaching the model anything; stillness must then be watched afresh, for the rule's whole minimum.
+TEST(Stasis, ALateObservationEndsTheRunsAndTheTimeBeforeItIsNotWatched) {
+  StasisConfig config;
+  Stream s(config);
+  for (int i = 0; i < 30; ++i) s.feed(1 + i % 3);  // 3 s of movement
+  StasisDecision d = s.feed(7);
+  for (int i = 0; i < 30; ++i) d = s.feed(7);  // 3 s at one place, short of the rule's 5 s
+  ASSERT_FALSE(d.early_fired);
+  ASSERT_EQ(d.early_streak, 30);
+  ASSERT_EQ(d.streak, 30);
+  const std::uint64_t pairs = d.pairs;
+
+  s.t += 20;  // nothing watched for 20 s; the job is found where it was
+  Observation late{s.t, 0, 0, 4, 7, false, 7, 0};
+  late.late_by = 20;
+  d = s.model.observe_late(late);
+  EXPECT_FALSE(d.early_fired);
+  EXPECT_FALSE(d.fired);
+  EXPECT_EQ(d.early_streak, 0);
+  EXPECT_EQ(d.streak, 0);
+  EXPECT_EQ(d.pairs, pairs) << "the run was learned as a step of the model";
+
+  const double anchored = s.t;
+  do d = s.feed(7);
+  while (!d.early_fired && s.t < 100);
+  EXPECT_EQ(d.early_onset, anchored) << "the new run starts at the late observation";
+  EXPECT_NEAR(s.t - anchored, config.early_min_seconds, 0.15) << "the 3 s before the gap were counted";
+}
+
 TEST(Stasis, TheModelFreeRuleWaitsLongerInAnOlderJob) {
   Stream s;
   for (int i = 0; i < 4000; ++i) s.feed(1 + i % 3);  // 400 s of movement

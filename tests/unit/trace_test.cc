@@ -73,6 +73,18 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
       R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":1,"active_ranks":0})")));
 }
 
+// How late an observation came: written only when it was, read back, and never negative.
+TEST(Trace, LatenessRoundTripsAndOldTracesAreOnTime) {
+  Observation o{3.25, 0, 1, 4};
+  EXPECT_EQ(format_trace_line(o).find("late_by"), std::string::npos);
+  o.late_by = 20.5;
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(format_trace_line(o))).late_by, 20.5);
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4})")).late_by, 0);
+  EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"late_by":-1})")));
+  EXPECT_TRUE(
+      std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4,"late_by":"late"})")));
+}
+
 TEST(Trace, ABadPathIsRefused) {
   EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":12})")));
   EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":10,"path":"xyz"})")));

@@ -188,5 +188,76 @@ TEST(Watchdog, AJobItsNodeDoesNotLetRunIsNotJudged) {
   }
 }
 
+// A healthy 4-rank job like ps_solver's: rank 2 computes twice as long as the others, so it is
+// mostly found in its one compute loop, the others waiting for it in MPI. From `from` to `to` the
+// node stops running it (a virtual machine whose host took its CPUs away, a rank kept off the
+// CPU): the ranks stay where they were, and the monitor gets the CPU only for 0.3 s every 20 s, its
+// sleep overrunning to the next such moment. The CI's false hang: the model-free rule counted 50 s
+// of stillness from samples 20 s apart that found the job where it stood, and confirmed it.
+class StalledNode : public JobProbe {
+ public:
+  StalledNode(double from, double to) : from_(from), to_(to) {}
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    if (stalled(t_)) {
+      const double into = std::fmod(t_ - from_, 20.0);
+      if (into >= 0.3) t_ += 20.0 - into;
+    }
+    return t_ < 400;
+  }
+  std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<RankSnapshot> states;
+    const auto tick = static_cast<std::uint64_t>(t_ / 0.1);
+    for (int rank : ranks) {
+      const std::uint64_t draw = mix64(mix64(static_cast<std::uint64_t>(rank) + 1) ^ tick);
+      const double u = to_unit(draw);
+      if (stalled(t_)) {
+        states.push_back(rank == 2 ? RankSnapshot{RankState::OutMpi, {}, 0x100}
+                                   : RankSnapshot{RankState::InMpi, "MPI_Sendrecv", 0x301});
+      } else if (u < (rank == 2 ? 0.6 : 0.3)) {
+        states.push_back({RankState::OutMpi, {}, 0x100 + static_cast<std::uint64_t>(rank)});
+      } else if (u < 0.8) {
+        states.push_back({RankState::InMpi, "MPI_Sendrecv", 0x300 + draw % 3});
+      } else {
+        states.push_back({RankState::InMpi, "MPI_Allreduce", 0x310});
+      }
+    }
+    return states;
+  }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
+  bool stalled(double t) const { return t >= from_ && t < to_; }
+
+ private:
+  double from_, to_, t_ = 0;
+};
+
+TEST(Watchdog, AJobTheNodeStoppedRunningIsNotJudgedOnSamplesThatCameLate) {
+  auto watch = [](double late_after, int& unwatched, std::vector<Alarm>& alarms) {
+    StalledNode probe(10, 130);
+    WatchdogConfig config;
+    config.model.late_after = late_after;
+    WatchdogHooks hooks;
+    hooks.on_decision = [&](const Decision& d) { unwatched += d.verdict == Verdict::Unwatched ? 1 : 0; };
+    hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+    return Watchdog(config, 4, 7).watch(probe, hooks);
+  };
+  int unwatched = 0;
+  std::vector<Alarm> alarms;
+  const auto finding = watch(WatchdogConfig{}.model.late_after, unwatched, alarms);
+  EXPECT_FALSE(finding.has_value()) << "a job its node stopped running was confirmed hung at t="
+                                    << finding->confirmed_at << " (evidence " << to_string(finding->decision.evidence)
+                                    << ")";
+  EXPECT_GE(unwatched, 6) << "each of the stall's windows began with a late observation";
+
+  // The same job judged with lateness ignored: the scenario is the CI's false hang.
+  int ignored = 0;
+  std::vector<Alarm> ignored_alarms;
+  const auto confirmed = watch(1e9, ignored, ignored_alarms);
+  ASSERT_TRUE(confirmed.has_value()) << "without the rule the stall is no hang either: the test tests nothing";
+  EXPECT_EQ(ignored, 0);
+  EXPECT_LT(confirmed->confirmed_at, 130);
+}
+
 }  // namespace
 }  // namespace parastack::stats

@@ -39,6 +39,13 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
   if (model.ready() && !coverage.model_since) coverage.model_since = model.ready_since();
   const double span = std::max(0.0, d.observation.t - last_t);
   last_t = d.observation.t;
+  if (d.verdict == stats::Verdict::Unwatched) {
+    coverage.unwatched_seconds += span;
+    coverage.why_unwatched =
+        "observations came late: the node kept the monitor, or a rank it had to stop, off the CPU, so the time "
+        "before them was not watched";
+    return;
+  }
   if (stasis_on || model.ready()) {
     coverage.watched_seconds += span;
     return;
@@ -293,6 +300,7 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     std::optional<double> unread_since;  // since when no sampled rank could be read
     bool unread_said = false;
     std::string held_said;  // the last held alarm's reason, until a healthy sample
+    bool late_said = false;
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
@@ -315,6 +323,15 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
           "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
           d.observation.t, d.interval);
     }
+    // Said once a job: a CI node's healthy job was once confirmed hung on samples 20 s apart.
+    if (d.verdict == stats::Verdict::Unwatched && !progress->late_said) {
+      progress->late_said = true;
+      log.info(
+          "an observation came {:.1f} s late (the node kept the monitor, or a rank it had to stop, off the CPU): "
+          "the time before it is not watched, and what the samples before it showed is not evidence any more; "
+          "watching on",
+          d.observation.late_by);
+    }
     // A job whose ranks are all stopped (kill -STOP, a debugger) is not observed at all: said once
     // it lasts, so that a paused job's log does not look like a watch that stopped.
     if (d.verdict == stats::Verdict::Skipped) {
@@ -335,10 +352,12 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       progress->unread_since.reset();
       progress->unread_said = false;
     }
-    log.debug("t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s",
-              d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
-              d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
-              d.stasis.early_streak, d.stasis.early_needed);
+    log.debug(
+        "t={:.3f} set={} S={}/{} {} model_samples={} streak={}/{} still={} run={} bound={:.3g} early={}/{:.1f}s "
+        "late={:.3f}s",
+        d.observation.t, d.observation.set, d.observation.n_out, d.observation.n, stats::to_string(d.verdict),
+        d.model_samples, d.streak, d.required_streak, d.stasis.still, d.stasis.streak, d.stasis.streak_bound,
+        d.stasis.early_streak, d.stasis.early_needed, d.observation.late_by);
   };
   hooks.on_alarm = [&, progress](const stats::Alarm& alarm) {
     if (!alarm.withdrawn) ++report.alarms;  // a withdrawn alarm was counted when it was raised

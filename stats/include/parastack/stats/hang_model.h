@@ -63,6 +63,13 @@ struct ModelConfig {
   double max_interval = 25.6;  // I stops doubling here
   int runs_test_every = 16;    // samples per runs test (§3.3)
   std::size_t window = 2048;   // samples kept per set
+  // An observation that came more than this many seconds after the time it was planned for
+  // (Observation::late_by) is no evidence, and ends the set's streaks and runs unlearned: the
+  // monitor, or a rank it had to stop, was kept off the CPU, and the job may not have run since the
+  // previous observation either. A hang is a job that stands still while it is watched, not one
+  // that stood still while nobody looked (a CI node's healthy job was once confirmed hung after
+  // samples 20 s apart that found it where it was).
+  double late_after = 0.5;
 };
 
 // Empty when the configuration is usable, otherwise what is wrong, for the user.
@@ -74,6 +81,7 @@ enum class Verdict {
   Healthy,    // tested: not a suspicion
   Suspicion,  // tested: a suspicion, the streak is still short of k
   Hang,       // the model's alarm (to be verified by the caller): see Decision::evidence
+  Unwatched,  // came too late to be evidence (ModelConfig::late_after): not tested, not learned, streaks end
 };
 std::string_view to_string(Verdict verdict);
 

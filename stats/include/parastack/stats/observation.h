@@ -33,6 +33,12 @@ struct Observation {
   // library's counts): the job progressed, so this observation is no suspicion whatever S is.
   // False in traces without it.
   bool progressed = false;
+  // Seconds this observation came after the time it was planned for: the monitor, or a rank it had
+  // to stop, was kept off the CPU that long (a loaded node, a virtual machine whose host took its
+  // CPUs away). A very late observation is no evidence either way (ModelConfig::late_after): the
+  // time since the previous one was not watched, and the job may not have run in it at all. 0 in
+  // traces without it, and in the simulator's virtual time.
+  double late_by = 0;
 };
 
 // n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.

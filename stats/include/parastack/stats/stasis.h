@@ -116,6 +116,12 @@ class StasisModel {
   StasisModel(StasisConfig config, double beta);
 
   StasisDecision observe(const Observation& observation, double test_alpha);
+  // An observation that came too late to be evidence (ModelConfig::late_after): the time since the
+  // previous one was not watched, and the job may not have run in it. Every run ends here and is
+  // not learned (a hang that stood through the gap must show itself again while watched; a job
+  // its node did not run must not teach the model that standing still is normal); the next run
+  // may start from this observation. Nothing fires on it.
+  StasisDecision observe_late(const Observation& observation);
   // The caller's verification saw the job move at progress_at (or found I/O: +infinity). The still
   // observations up to then are dropped, not learned; the later ones start the run again.
   void resume_after_slowdown(double progress_at);
@@ -146,7 +152,9 @@ class StasisModel {
   void commit_held();
   void maybe_refresh();
   double place_bound(std::uint64_t path, int depth_class);
+  void describe_run(const Observation& observation, double test_alpha, StasisDecision& decision);
   void observe_active(const Observation& observation, StasisDecision& decision);
+  void describe_active_run(const Observation& observation, StasisDecision& decision);
   void step_active(const Observation& observation);
   void add_link(bool still);
 

@@ -152,10 +152,11 @@ class Watchdog {
   };
 
   // Feeds one set's snapshots to the model; a confirmed hang ends the watch.
+  // late_by: how long after its planned time the snapshot was taken (Observation::late_by).
   std::optional<std::optional<HangFinding>> observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set, double t,
-                                                        std::vector<RankSnapshot> targets);
+                                                        double late_by, std::vector<RankSnapshot> targets);
   // The model's side of an observation: its decision, and the set's streak snapshots kept or dropped.
-  Decision record(const WatchdogHooks& hooks, int set, double t, std::vector<RankSnapshot> targets);
+  Decision record(const WatchdogHooks& hooks, int set, double t, double late_by, std::vector<RankSnapshot> targets);
   std::optional<Verified> verify(JobProbe& probe, const WatchdogHooks& hooks, const Decision& decision);
   // When the evidence that fired first sufficed: the decision's own time, unless its run had
   // grown past what the test needs (a streak kept from before a slowdown, then extended).
