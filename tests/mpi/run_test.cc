@@ -737,6 +737,35 @@ TEST(Run, AHangThreeSecondsAfterMpiInitIsFound) {
   EXPECT_FALSE(alive(report["launcher_pid"].get<int>()));
 }
 
+// action kill: SIGTERM to every process of the job, SIGKILL after --grace to what ignored it (here a
+// helper of the job script that ignores SIGTERM, as a wrapper's child may). Signals go by identity
+// (pidfd, after checking the start time), never by a pid read from /proc a moment before.
+TEST(Run, AJobProcessThatIgnoresSigtermIsKilledAfterTheGrace) {
+  std::string job = "(trap '' TERM; exec sleep 600) & echo $! > stubborn.pid;";
+  for (const auto& word : mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 1, 3))) {
+    job += " '" + word + "'";
+  }
+  job += "; wait";
+  WatchedRun run({"--grace", "2", "--log-level", "info"}, {"sh", "-c", job});
+  const int status = run.wait(180s);
+  // It outlives parastack if the test fails (re-parented to init): this test ends it then.
+  const std::string pid_text = read_file(run.dir() / "stubborn.pid");
+  const int stubborn = pid_text.empty() ? 0 : std::stoi(pid_text);
+  const bool survived = stubborn > 0 && alive(stubborn);
+  if (survived) ::kill(stubborn, SIGKILL);
+  ASSERT_EQ(status, kExitHang) << tail(run.log());
+  ASSERT_GT(stubborn, 0);
+  EXPECT_FALSE(survived) << "the process that ignored SIGTERM survived";
+  std::smatch killed;
+  const std::string log = run.log();
+  ASSERT_TRUE(std::regex_search(log, killed, std::regex(R"(job terminated \((\d+) process\(es\) needed SIGKILL\))")))
+      << tail(log);
+  EXPECT_GE(std::stoi(killed[1]), 1);
+  EXPECT_EQ(run.report()["faulty_ranks"], json::array({1}));
+  for (int pid : rank_pids(run.report())) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // A rank that spins outside MPI while the others busy-wait for it (MPI_Test and MPI_Iprobe loops,
 // tests/programs/ps_poller.c): the waiting ranks hop between their polling calls, hung or not, so
 // only the one active rank standing still shows the hang (stats/set_signature.h). hpcc's

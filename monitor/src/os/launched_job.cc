@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -169,13 +170,17 @@ int LaunchedJob::wait_exit() {
   return *status_;
 }
 
-std::vector<Pid> LaunchedJob::processes() const {
+std::vector<ProcessIdentity> LaunchedJob::processes() const {
   std::map<pid_t, pid_t> parent_of;
+  std::map<pid_t, std::uint64_t> start_of;
   for (const Pid pid : list_processes()) {
-    if (auto stat = read_stat(pid); stat && stat->state != 'Z') parent_of[pid.value] = stat->parent.value;
+    if (auto stat = read_stat(pid); stat && stat->state != 'Z') {
+      parent_of[pid.value] = stat->parent.value;
+      start_of[pid.value] = stat->start_ticks;
+    }
   }
   const pid_t self = ::getpid();
-  std::vector<Pid> found;
+  std::vector<ProcessIdentity> found;
   for (const auto& [pid, parent] : parent_of) {
     if (pid == self) continue;
     // The launcher and its descendants; and children of ours that are not the launcher: orphans
@@ -188,13 +193,15 @@ std::vector<Pid> LaunchedJob::processes() const {
       if (it == parent_of.end()) break;
       p = it->second;
     }
-    if (in_job) found.push_back(Pid{pid});
+    if (in_job) found.push_back(ProcessIdentity{Pid{pid}, start_of[pid]});
   }
   return found;
 }
 
 int LaunchedJob::terminate(std::chrono::milliseconds grace) {
-  for (const Pid pid : processes()) ::kill(pid.value, SIGTERM);
+  // By identity, never by bare pid: a process of the job that exits between the look at /proc and
+  // the signal may leave its pid to somebody else's process, which a kill() would then hit.
+  for (const auto& process : processes()) send_signal(process, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < deadline) {
     poll_exit();
@@ -206,7 +213,7 @@ int LaunchedJob::terminate(std::chrono::milliseconds grace) {
   for (int round = 0; round < 10; ++round) {
     const auto left = processes();
     if (left.empty()) break;
-    for (const Pid pid : left) killed += ::kill(pid.value, SIGKILL) == 0 ? 1 : 0;
+    for (const auto& process : left) killed += send_signal(process, SIGKILL) == SignalResult::Sent ? 1 : 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     poll_exit();
   }

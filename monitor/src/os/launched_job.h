@@ -39,7 +39,7 @@ class LaunchedJob {
   bool running() { return !poll_exit().has_value(); }
 
   // Every live process of the job: the launcher's descendants and orphans re-parented to us.
-  std::vector<Pid> processes() const;
+  std::vector<ProcessIdentity> processes() const;
 
   // SIGTERM to every process of the job, up to `grace` for them to go, then SIGKILL to what is
   // left; reaps them. Returns how many processes had to be killed with SIGKILL.
