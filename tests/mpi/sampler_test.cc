@@ -423,6 +423,35 @@ void expect_untouched(pid_t pid) {
   EXPECT_EQ(os::read_status(os::Pid{pid})->tracer, 0);
 }
 
+// A monitor watches a whole batch job, whose script may rebuild the program between two steps: the
+// second step's ranks run another file at the same path (here perhaps under the same inode number,
+// which ext4 reuses), whose functions sit where the old one's did. They are named from that file,
+// not from the symbols read for the first step.
+TEST(Sampler, AProgramRebuiltAtTheSamePathIsNamedFromTheNewFile) {
+  testing::TempDir dir;
+  const auto program = dir.path() / "app";
+  StackSampler sampler;  // one monitor: every cache it keeps lives as long as it does
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  const auto loop_names = [&](const std::string& built) {
+    std::filesystem::remove(program);
+    std::filesystem::copy_file(built, program);  // with its mode: executable
+    testing::ChildProcess child({program.string(), "spin"});
+    child.wait_ready_file("nompi", 30s);
+    std::set<std::string> names;
+    for (int i = 0; i < 40; ++i) {
+      const auto s = sampler.sample(os::Pid{child.pid()}, with_frames);
+      EXPECT_FALSE(s.failure) << s.describe();
+      for (const auto& f : s.frames) {
+        if (f.function.starts_with("spin_step")) names.insert(f.function);
+      }
+    }
+    return names;
+  };
+  EXPECT_EQ(loop_names(test_program("ps_nompi")), std::set<std::string>{"spin_step"});
+  EXPECT_EQ(loop_names(test_program("ps_nompi_rebuilt")), std::set<std::string>{"spin_step_rebuilt"});
+}
+
 TEST(Sampler, PidReusedByAnotherProcessIsNeverSampledNorSignalled) {
   if (::geteuid() != 0) GTEST_SKIP() << "choosing a pid (clone3 set_tid) needs root";
   os::ProcessIdentity rank;

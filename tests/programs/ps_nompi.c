@@ -27,7 +27,12 @@
 
 static volatile double sink;
 
-__attribute__((noinline)) static void spin_step(void) {
+/* ps_nompi_rebuilt is this program built again with its loop renamed: a program rebuilt between
+ * two steps of a batch job, whose functions sit where the old one's did. */
+#ifndef SPIN_STEP
+#define SPIN_STEP spin_step
+#endif
+__attribute__((noinline)) static void SPIN_STEP(void) {
   for (int i = 1; i < 100000; ++i) sink += 1.0 / i;
 }
 
@@ -115,5 +120,5 @@ int main(int argc, char** argv) {
   write_ready_file("nompi");
   if (lost_stack) spin_without_a_stack();
   if (in_kernel) wait_in_the_kernel_until(argv[2]);
-  for (;;) spin_step();
+  for (;;) SPIN_STEP();
 }

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <libunwind-ptrace.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "os/remote_memory.h"
 
@@ -17,11 +19,21 @@ namespace parastack::sampler {
 extern unw_accessors_t copy_accessors;
 
 std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return nullptr;
+  using FileKey = std::tuple<std::string, dev_t, ino_t, std::int64_t, std::int64_t, off_t>;
+  const FileKey key{path, st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_size};
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const ElfSymbols>> cache;
+  static std::map<FileKey, std::shared_ptr<const ElfSymbols>> cache;
   std::lock_guard lock(mutex);
-  auto [it, inserted] = cache.try_emplace(path);
+  auto [it, inserted] = cache.try_emplace(key);
   if (inserted) it->second = ElfSymbols::load(path);
+  return it->second;
+}
+
+std::shared_ptr<const ElfSymbols> ProcessImage::symbols_for(const os::Mapping& mapping) {
+  auto [it, inserted] = symbols_.try_emplace({mapping.path, mapping.inode});
+  if (inserted) it->second = symbols_of(mapping.path);
   return it->second;
 }
 
@@ -43,21 +55,21 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& f
   // progress library, mpiP, a fault injector) defines MPI_Init too, and may be mapped first; only
   // the library itself defines the profiling names. MPI_Init alone, for a library without them.
   // Its code is every executable mapping of it.
-  std::optional<std::string> mpi_library, defines_mpi_init;
+  std::optional<os::Mapping> mpi_library, defines_mpi_init;
   for (const auto& m : image->maps_) {
-    auto symbols = symbols_of(m.path);
+    auto symbols = image->symbols_for(m);
     if (!symbols) continue;
     if (symbols->defines("PMPI_Init")) {
-      mpi_library = m.path;
+      mpi_library = m;
       break;
     }
-    if (!defines_mpi_init && symbols->defines("MPI_Init")) defines_mpi_init = m.path;
+    if (!defines_mpi_init && symbols->defines("MPI_Init")) defines_mpi_init = m;
   }
   if (!mpi_library) mpi_library = defines_mpi_init;
   if (mpi_library) {
-    auto symbols = symbols_of(*mpi_library);
+    auto symbols = image->symbols_for(*mpi_library);
     for (const auto& m : image->maps_) {
-      if (m.path != *mpi_library) continue;
+      if (m.path != mpi_library->path || m.inode != mpi_library->inode) continue;
       image->mpi_code_.push_back({m.start, m.end});
       if (auto flag = symbols->address_of("ompi_mpi_thread_multiple")) {
         image->thread_multiple_address_ = *flag + symbols->load_bias(m.start, m.offset);
@@ -145,7 +157,7 @@ SampledFrame ProcessImage::describe(std::uint64_t address) {
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return frame;
   frame.module = m->path.substr(m->path.rfind('/') + 1);
-  if (auto symbols = symbols_of(m->path)) {
+  if (auto symbols = symbols_for(*m)) {
     if (auto name = symbols->function_at(symbols->to_vaddr(address, m->start, m->offset))) {
       int status = 0;
       char* demangled = abi::__cxa_demangle(std::string(*name).c_str(), nullptr, nullptr, &status);
@@ -167,7 +179,7 @@ std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address)
   const os::Mapping* m = mapping_at(address);
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return std::nullopt;
-  const auto symbols = symbols_of(m->path);
+  const auto symbols = symbols_for(*m);
   if (!symbols) return std::nullopt;
   const auto start = symbols->function_start_at(symbols->to_vaddr(address, m->start, m->offset));
   if (!start) return std::nullopt;
@@ -178,7 +190,7 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   const os::Mapping* m = mapping_at(address);
   if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return false;
-  const auto symbols = symbols_of(m->path);
+  const auto symbols = symbols_for(*m);
   if (!symbols) return false;
   const auto name = symbols->function_at(symbols->to_vaddr(address, m->start, m->offset));
   return name && is_mpi_name(*name);
@@ -194,7 +206,7 @@ bool ProcessImage::in_c_runtime(std::uint64_t address) {
        {"libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt", "libgcc_s", "ld-linux"}) {
     if (name.starts_with(runtime)) return true;
   }
-  const auto symbols = symbols_of(m->path);
+  const auto symbols = symbols_for(*m);
   return symbols && symbols->in_plt(symbols->to_vaddr(address, m->start, m->offset));
 }
 

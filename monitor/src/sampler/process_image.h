@@ -6,6 +6,7 @@
 #include <libunwind.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,10 +71,13 @@ class ProcessImage {
   bool refresh_maps();
   void read_vdso();
   const os::Mapping* mapping_at(std::uint64_t address) const;
+  // symbols_of, looked up once per file for this process (a stat per frame would cost).
+  std::shared_ptr<const ElfSymbols> symbols_for(const os::Mapping& mapping);
 
   os::Pid pid_;
   std::uint64_t start_ticks_ = 0;
   std::vector<os::Mapping> maps_;  // file-backed executable mappings
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const ElfSymbols>> symbols_;  // by path, inode
   CodeRange vdso_;
   std::vector<std::uint8_t> vdso_image_;
   std::shared_ptr<const ElfSymbols> vdso_symbols_;
@@ -85,7 +89,13 @@ class ProcessImage {
   void* upt_ = nullptr;
 };
 
-// ELF symbol tables are shared between processes that map the same file.
+// ELF symbol tables, shared between processes that map the same file: one known by its path and by
+// what stat(2) says of it now (device, inode, change time, size). A monitor that watches a whole
+// batch job may see a program rebuilt at the same path between two steps, even under the same
+// inode number (ext4 reuses a freed one): by path alone, the second step's ranks would be named
+// from the first program. (A process whose file was replaced while it ran maps a path ending
+// " (deleted)", which names no file: no symbols, rather than wrong ones.) nullptr when the file
+// cannot be read or is not ELF.
 std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path);
 
 }  // namespace parastack::sampler
