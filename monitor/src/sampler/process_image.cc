@@ -21,13 +21,17 @@ extern unw_accessors_t copy_accessors;
 std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return nullptr;
-  using FileKey = std::tuple<std::string, dev_t, ino_t, std::int64_t, std::int64_t, off_t>;
-  const FileKey key{path, st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_size};
+  using FileVersion = std::tuple<dev_t, ino_t, std::int64_t, std::int64_t, off_t>;
+  const FileVersion version{st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_size};
   static std::mutex mutex;
-  static std::map<FileKey, std::shared_ptr<const ElfSymbols>> cache;
+  static std::map<std::string, std::map<FileVersion, std::shared_ptr<const ElfSymbols>>> cache;
   std::lock_guard lock(mutex);
-  auto [it, inserted] = cache.try_emplace(key);
-  if (inserted) it->second = ElfSymbols::load(path);
+  auto& versions = cache[path];
+  auto [it, inserted] = versions.try_emplace(version);
+  if (!inserted) return it->second;
+  it->second = ElfSymbols::load(path);
+  // A program rebuilt again and again in a long batch job: the old versions no process holds go.
+  std::erase_if(versions, [&](const auto& old) { return old.first != version && old.second.use_count() == 1; });
   return it->second;
 }
 
