@@ -36,7 +36,9 @@ std::shared_ptr<const ElfSymbols> symbols_of(const std::string& path) {
 }
 
 std::shared_ptr<const ElfSymbols> ProcessImage::symbols_for(const os::Mapping& mapping) {
-  auto [it, inserted] = symbols_.try_emplace({mapping.path, mapping.inode});
+  auto file = symbols_.find(mapping.path);
+  if (file == symbols_.end()) file = symbols_.try_emplace(mapping.path).first;
+  auto [it, inserted] = file->second.try_emplace(mapping.inode);
   if (inserted) it->second = symbols_of(mapping.path);
   return it->second;
 }

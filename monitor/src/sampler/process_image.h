@@ -77,7 +77,8 @@ class ProcessImage {
   os::Pid pid_;
   std::uint64_t start_ticks_ = 0;
   std::vector<os::Mapping> maps_;  // file-backed executable mappings
-  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const ElfSymbols>> symbols_;  // by path, inode
+  // By path, then inode: a lookup copies no path (it runs for every frame of every sample).
+  std::map<std::string, std::map<std::uint64_t, std::shared_ptr<const ElfSymbols>>> symbols_;
   CodeRange vdso_;
   std::vector<std::uint8_t> vdso_image_;
   std::shared_ptr<const ElfSymbols> vdso_symbols_;
