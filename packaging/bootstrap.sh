@@ -95,6 +95,26 @@ check_sanitized() {
   bench/fuzz.sh 20 build-asan
 }
 
+# Runs one stage of the test command and keeps its wall time; the times are printed when the
+# command ends, failed or not (README.md's breakdown by stage comes from them).
+stage_times=() stage_running="" stage_start=0
+stage_line() {
+  printf '%-44s %3d min %02d s%s' "$1" $(((SECONDS - stage_start) / 60)) $(((SECONDS - stage_start) % 60)) "${2:-}"
+}
+stage() {
+  stage_running=$1 stage_start=$SECONDS
+  shift
+  "$@"
+  stage_times+=("$(stage_line "$stage_running")")
+  stage_running=""
+}
+print_stage_times() {
+  [ -n "$stage_running" ] && stage_times+=("$(stage_line "$stage_running" " (did not finish)")")
+  [ ${#stage_times[@]} -eq 0 ] && return 0
+  echo "== wall time by stage ($((SECONDS / 60)) min $((SECONDS % 60)) s in all)"
+  printf '   %s\n' "${stage_times[@]}"
+}
+
 demo() {
   local bin=build/monitor/parastack dir=build/demo status=0
   mkdir -p "$dir"
@@ -119,9 +139,15 @@ demo() {
 case "${1:-}" in
   demo) install_missing; build parastack parastack-monitor heat; demo ;;
   # Each test runs once: a test that fails now and then is a bug to find (it may be a harmed job).
-  test) packages+=("${test_packages[@]}"); install_missing; build; check_code; check_release; check_sanitized
-        ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
-        packaging/test-packages.sh build build-release; packaging/test-rpm.sh build-release ;;
+  test) packages+=("${test_packages[@]}"); trap print_stage_times EXIT
+        stage "installing missing packages" install_missing
+        stage "dev build (build/)" build
+        stage "clang-format, clang-tidy" check_code
+        stage "release build, unit tests (build-release/)" check_release
+        stage "ASan+UBSan tests, fuzzers (build-asan/)" check_sanitized
+        stage "main suite (ctest in build/)" ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
+        stage "packages: build, install, test, remove" packaging/test-packages.sh build build-release
+        stage "RPM" packaging/test-rpm.sh build-release ;;
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}"); install_missing; build; bench/detection-campaign.sh; bench/monitor-network.sh
          bench/slurm-overhead.sh ;;
   *) usage ;;
