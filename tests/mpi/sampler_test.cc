@@ -281,6 +281,10 @@ TEST(Discovery, RanksAreFoundByTheirLaunchWithoutSeeingTheLauncher) {
   EXPECT_TRUE(sampler::discover_ranks(elsewhere).ranks.empty());
 }
 
+// A rank on its way out may also be caught in state D for a moment (its memory torn down, its
+// files flushed; seen about once in 25 runs beside two CPU hogs): the sampler leaves it alone as
+// it does any thread waiting in the kernel, and says so. That is the safe answer (a rank whose
+// exit stalls on a mount holds its peers, docs/sampler.md), so it is allowed.
 TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
   MpiJob job(2, test_program("ps_target"), {"exit", "1"});
   const auto launched = job.wait_ready();
@@ -289,11 +293,12 @@ TEST(Sampler, RankThatExitsWhileSampledGivesExitedNeverACrash) {
   while (job.launcher().running() || exited == 0) {  // running() reaps: an ended mpirun is no zombie
     for (const auto& r : launched) {
       const auto s = sampler.sample(os::Pid{r.pid});
-      if (s.failure) {
-        EXPECT_TRUE(*s.failure == os::StopFailure::Exited || *s.failure == os::StopFailure::Zombie) << s.describe();
+      if (!s.failure) {
+        ++valid;
+      } else if (*s.failure == os::StopFailure::Exited || *s.failure == os::StopFailure::Zombie) {
         ++exited;
       } else {
-        ++valid;
+        EXPECT_EQ(*s.failure, os::StopFailure::InKernel) << s.describe();
       }
     }
     if (valid + exited > 100000) break;

@@ -114,11 +114,8 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
   // (seconds or hours on a stalled NFS or Lustre mount), and a seized thread cannot be let go
   // before it stops: the sample, the watch and `parastack stacks` would all wait that long. Such a
   // thread is left alone. One that enters the wait between this look and the interrupt is waited
-  // for: a window of microseconds. A thread on its way out waits uninterruptibly too (its memory
-  // torn down, its files flushed), and the kernel refuses to seize it: it is gone, not stalled.
-  if (const auto stat = read_thread_stat(pid, tid); stat && stat->state == 'D') {
-    return (stat->flags & kTaskExiting) ? StopFailure::Exited : StopFailure::InKernel;
-  }
+  // for: a window of microseconds.
+  if (const auto stat = read_thread_stat(pid, tid); stat && stat->state == 'D') return StopFailure::InKernel;
   const auto refused = [&] {
     auto stat = read_thread_stat(pid, tid);
     if (stat && stat->state == 'Z') return StopFailure::Zombie;

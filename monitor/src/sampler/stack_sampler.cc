@@ -515,8 +515,7 @@ std::vector<pid_t> lasting_tracers(const std::vector<os::ProcessIdentity>& proce
 std::vector<bool> lasting_kernel_waits(const std::vector<os::ProcessIdentity>& processes) {
   auto in_kernel = [](const os::ProcessIdentity& process) {
     const auto stat = os::read_stat(process.pid);
-    return stat && stat->start_ticks == process.start_ticks && stat->state == 'D' &&
-           !(stat->flags & os::kTaskExiting);  // exiting, not stalled: see StoppedThread::stop
+    return stat && stat->start_ticks == process.start_ticks && stat->state == 'D';
   };
   std::vector<bool> waiting;
   waiting.reserve(processes.size());
