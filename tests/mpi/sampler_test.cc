@@ -370,12 +370,16 @@ TEST(Sampler, ProcessOfAnotherUserIsAClearPermissionError) {
 TEST(Sampler, ZombieIsReportedAsSuch) {
   const pid_t zombie = ::fork();
   if (zombie == 0) ::_exit(0);
-  // Await the zombie state; it is not reaped until the end of the test.
-  for (int i = 0; i < 1000; ++i) {
-    const auto stat = os::read_stat(os::Pid{zombie});
-    if (stat && stat->state == 'Z') break;
+  // Await the zombie state (before it, the exiting child may be in state D: "waiting in the
+  // kernel"); it is not reaped until the end of the test.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::optional<os::ProcStat> stat;
+  while ((!(stat = os::read_stat(os::Pid{zombie})) || stat->state != 'Z') &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(2ms);
   }
+  if (!stat || stat->state != 'Z') ::waitpid(zombie, nullptr, 0);
+  ASSERT_TRUE(stat && stat->state == 'Z') << "the child never became a zombie";
   StackSampler sampler;
   const auto s = sampler.sample(os::Pid{zombie});
   ASSERT_TRUE(s.failure.has_value());
