@@ -109,7 +109,7 @@ stage() {
   stage_running=""
 }
 print_stage_times() {
-  [ -n "$stage_running" ] && stage_times+=("$(stage_line "$stage_running" " (did not finish)")")
+  [ -n "$stage_running" ] && stage_times+=("$(stage_line "$stage_running" " (failed or stopped here)")")
   [ ${#stage_times[@]} -eq 0 ] && return 0
   echo "== wall time by stage ($((SECONDS / 60)) min $((SECONDS % 60)) s in all)"
   printf '   %s\n' "${stage_times[@]}"
