@@ -31,7 +31,7 @@ class EmulatedNodeWorker final : public NodeWorker {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
   std::vector<stats::RankState> all_states() override;
   std::vector<std::optional<stats::WorkCounters>> work_counters() override { return {}; }
-  std::vector<node::HeldRank> held_ranks() override { return {}; }
+  std::vector<node::HeldRank> held_ranks(double) override { return {}; }
   diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
   void signal(int) override {}
   bool ranks_alive() override { return true; }

@@ -36,10 +36,10 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
          name(evidence.to);
 }
 
-// Which rank a debugger or a stop signal holds now, or held since the probe was last asked;
-// nullopt if none.
-std::optional<std::string> held_by_someone(JobProbe& probe) {
-  const auto held = probe.held_ranks();
+// Which rank a debugger, a stop signal or the kernel holds now, or held at a sample since the
+// evidence of `decision` began (one interval before it, to be sure); nullopt if none.
+std::optional<std::string> held_by_someone(JobProbe& probe, const Decision& decision, double interval) {
+  const auto held = probe.held_ranks(probe.now() - decision.onset() + interval);
   if (held.empty()) return std::nullopt;
   const HeldRank& first = held.front();
   std::string evidence = "rank " + std::to_string(first.rank);
@@ -225,7 +225,7 @@ std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe,
   // Someone took ranks into a debugger, or stopped them, while they were checked (a person looking
   // at the hung job): as in verification, a held job is not judged and nothing is done to it. A
   // hang that is still there once they are let go is found again.
-  if (auto held = held_by_someone(probe)) {
+  if (auto held = held_by_someone(probe, decision, model_.interval())) {
     Alarm alarm{.decision = decision,
                 .slowdown = true,
                 .held = true,
@@ -378,7 +378,7 @@ std::optional<Watchdog::Verified> Watchdog::verify(JobProbe& probe, const Watchd
   // A rank under a debugger, or stopped by a signal, stops its peers too, and looks exactly like a
   // hang: someone is looking at the job, or paused it. Never kill it for that; the model starts
   // again once the rank is released.
-  if (auto held = held_by_someone(probe)) {
+  if (auto held = held_by_someone(probe, decision, interval)) {
     alarm.slowdown = alarm.held = true;
     alarm.evidence = std::move(*held);
     return result;

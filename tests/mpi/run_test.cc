@@ -498,6 +498,48 @@ TEST(Run, ARankHeldByADebuggerIsNeverAHang) {
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
+// A debugger that held a rank for a moment and let go well before the job hung (someone looked and
+// left): the hang's alarm is judged on its own samples. Before, a sample that had found the rank
+// held was remembered until the next alarm, however old: the hang's first alarm was then "held by
+// a debugger during the samples", and the hang waited for a second streak. (The same memory holds
+// a rank seen stopped by a signal or waiting in the kernel: a slow start-up read, say.)
+TEST(Run, ADebuggerThatLetGoBeforeTheHangDoesNotWithholdIt) {
+  Trigger trigger;
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, trigger.fault("spin", 2)));
+  parastack::testing::await_models([&] { return run.log(); }, [&] { return run.process().running(); }, 40);
+  const pid_t rank = run.process().wait_ready_file("rank.1", 30s);
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  auto waiting = [&] { return run.process().running() && std::chrono::steady_clock::now() < deadline; };
+  // A decision line from `from` on that matches `pattern`.
+  auto seen = [&](std::size_t from, const std::regex& pattern) {
+    const std::string log = run.log();
+    return from < log.size() && std::regex_search(log.begin() + static_cast<std::ptrdiff_t>(from), log.end(), pattern);
+  };
+  std::size_t held_from = 0;
+  {
+    HeldByThisProcess debugger(rank);
+    ASSERT_TRUE(debugger.held()) << "could not hold rank 1 (pid " << rank << ")";
+    held_from = run.log().size();
+    // Held until a sample has found it so (the decision on 3 of the 4 ranks), then let go.
+    while (!seen(held_from, std::regex(R"(debug: t=\S+ set=\d+ S=\d+/3 )")) && waiting()) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(seen(held_from, std::regex(R"(S=\d+/3 )"))) << tail(run.log());
+  }
+  const std::size_t released_from = run.log().size();
+  // The job moves on (a healthy decision on all four ranks) before the spin begins.
+  while (!seen(released_from, std::regex(R"(S=\d+/4 healthy)")) && waiting()) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(seen(released_from, std::regex(R"(S=\d+/4 healthy)"))) << tail(run.log());
+  ASSERT_EQ(run.log().find("alarm at", held_from), std::string::npos) << "the hold itself raised an alarm\n"
+                                                                      << tail(run.log());
+  trigger.fire();
+
+  ASSERT_EQ(run.wait(300s), kExitHang) << tail(run.log());
+  EXPECT_EQ(run.report()["faulty_ranks"], json::array({2})) << tail(run.log());
+  EXPECT_EQ(run.log().find("held by a debugger", released_from), std::string::npos) << tail(run.log());
+}
+
 // Stops processes with SIGSTOP for its lifetime, as kill -STOP does; it always continues them.
 class StoppedBySignal {
  public:

@@ -78,7 +78,7 @@ class ScriptedWorker final : public node::NodeWorker {
   std::vector<std::optional<stats::WorkCounters>> work_counters() override {
     return std::vector<std::optional<stats::WorkCounters>>(kRanks, stats::WorkCounters{});
   }
-  std::vector<node::HeldRank> held_ranks() override {
+  std::vector<node::HeldRank> held_ranks(double) override {
     std::vector<node::HeldRank> held;
     for (int r = 0; held_now() && r < kRanks; ++r) held.push_back({r, 4242});
     return held;

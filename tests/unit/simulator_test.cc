@@ -149,15 +149,19 @@ class HeldDeadlockProbe : public stats::JobProbe {
     return states;
   }
   std::vector<std::optional<stats::WorkCounters>> work_counters() override { return {}; }
-  std::vector<stats::HeldRank> held_ranks() override {
-    if (t_ < held_from_ || t_ >= held_until_) return {};
+  // Held now, or at some time of the window asked about.
+  std::vector<stats::HeldRank> held_ranks(double within_seconds) override {
+    windows_.push_back(within_seconds);
+    if (t_ < held_from_ || held_until_ < t_ - within_seconds) return {};
     return {how_};
   }
+  const std::vector<double>& windows() const { return windows_; }
 
  private:
   const SyntheticJob& job_;
   double end_, held_from_, held_until_, unseen_from_, t_ = 0;
   stats::HeldRank how_;
+  std::vector<double> windows_;
 };
 
 // A rank under a debugger stops its peers, which then look deadlocked: that is never a hang (a
@@ -198,6 +202,27 @@ TEST(Simulator, ARankWaitingInTheKernelIsNeverAHang) {
   EXPECT_TRUE(alarms.back().slowdown && alarms.back().held);
   EXPECT_EQ(alarms.back().evidence,
             "rank 3 was found waiting in the kernel (state D: a stalled file system or device, not the application)");
+}
+
+// A rank that waited in the kernel long before the job hung (its start-up reads from a slow shared
+// file system) or that a debugger held and let go: the alarm is judged on its own evidence, and the
+// old hold does not withhold it. The watchdog asks for the holds of the evidence's window only.
+TEST(Simulator, AHoldLongBeforeTheHangDoesNotWithholdIt) {
+  const auto shape = shape_named("stencil-1ms");
+  const SyntheticJob job(shape, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});
+  std::vector<stats::Alarm> alarms;
+  stats::WatchdogHooks hooks;
+  hooks.on_alarm = [&](const stats::Alarm& alarm) { alarms.push_back(alarm); };
+  HeldDeadlockProbe held_early(job, 5000, 100, std::numeric_limits<double>::infinity(), 110, {3, 0, false, true});
+  const auto found = stats::Watchdog(stats::WatchdogConfig{}, shape.ranks, 7).watch(held_early, hooks);
+  ASSERT_TRUE(found.has_value()) << "the hang was withheld";
+  for (const auto& alarm : alarms) EXPECT_FALSE(alarm.held) << alarm.evidence;
+  ASSERT_FALSE(held_early.windows().empty());
+  // The window reaches back to the streak's first observation, not to the start of the job.
+  for (double window : held_early.windows()) {
+    EXPECT_GT(window, 0);
+    EXPECT_LT(window, 1000);
+  }
 }
 
 // Every rank of a synthetic job as `stood` shows it until `moves_at`, then as `running` does: a job

@@ -50,7 +50,10 @@ class FixedNodeWorker final : public node::NodeWorker {
                                 std::uint64_t{1} << 45},
             std::nullopt};
   }
-  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
+  std::vector<node::HeldRank> held_ranks(double within_seconds) override {
+    held_window = within_seconds;
+    return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}};
+  }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {
         {0, 100, "node-a", "IN_MPI", "MPI_Allreduce", {"main", "solver", "MPI_Allreduce"}, {0x31, 0x8c, 0}, {}, ""},
@@ -81,6 +84,7 @@ class FixedNodeWorker final : public node::NodeWorker {
   std::vector<std::string> launches_seen;
   std::string adopted;
   int signalled = 0;
+  double held_window = 0;
 
  private:
   std::vector<node::NodeRank> table_, ranks_;
@@ -98,7 +102,7 @@ std::vector<Exchange> every_exchange() {
           {"snapshot", snapshot_request({0, 1}), [](auto r) { decode_snapshots(r); }},
           {"all states", plain_request(Request::AllStates), [](auto r) { decode_states(r); }},
           {"work counters", plain_request(Request::WorkCounters), [](auto r) { decode_work_counters(r); }},
-          {"held ranks", plain_request(Request::HeldRanks), [](auto r) { decode_held(r); }},
+          {"held ranks", held_ranks_request(2.5), [](auto r) { decode_held(r); }},
           {"gather stacks", plain_request(Request::GatherStacks), [](auto r) { decode_stacks(r); }},
           {"usage", plain_request(Request::Usage), [](auto r) { decode_usage(r); }}};
 }
@@ -174,7 +178,8 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_EQ(work[0]->run_delay_ns, 98'765'432'109u);
   EXPECT_EQ(work[0]->age_ns, std::uint64_t{1} << 45);
   EXPECT_FALSE(work[1].has_value());
-  const auto held = decode_held(serve_request(worker, 0, plain_request(Request::HeldRanks)));
+  const auto held = decode_held(serve_request(worker, 0, held_ranks_request(12.75)));
+  EXPECT_EQ(worker.held_window, 12.75);  // the window of the alarm's evidence reaches the node
   ASSERT_EQ(held.size(), 3u);
   EXPECT_EQ(held[0].local, 1);
   EXPECT_EQ(held[0].tracer, 4242);

@@ -138,10 +138,10 @@ std::vector<std::optional<stats::WorkCounters>> ClusterProbe::work_counters() {
   return counters;
 }
 
-std::vector<stats::HeldRank> ClusterProbe::held_ranks() {
+std::vector<stats::HeldRank> ClusterProbe::held_ranks(double within_seconds) {
   std::vector<stats::HeldRank> held;
   const auto monitors = holders();
-  const auto replies = monitors_.call(monitors, plain_request(Request::HeldRanks));
+  const auto replies = monitors_.call(monitors, held_ranks_request(within_seconds));
   for (std::size_t k = 0; k < monitors.size(); ++k) {
     const auto& mine = by_monitor_[static_cast<std::size_t>(monitors[k])];
     for (const auto& h : decode_held(replies[k])) {

@@ -23,7 +23,7 @@ class ClusterProbe final : public stats::JobProbe {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& ranks) override;
   std::vector<stats::RankState> all_states(int rank_count) override;
   std::vector<std::optional<stats::WorkCounters>> work_counters() override;
-  std::vector<stats::HeldRank> held_ranks() override;
+  std::vector<stats::HeldRank> held_ranks(double within_seconds) override;
 
   GatheredStacks gather_stacks();
   void signal(int signal);  // to every rank of the program, through its monitor

@@ -109,7 +109,7 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
   const auto kind = static_cast<Request>(in.u8());
   // Requests without arguments: nothing may follow the code.
   if (kind == Request::AllStates || kind == Request::WorkCounters || kind == Request::GatherStacks ||
-      kind == Request::Exit || kind == Request::HeldRanks) {
+      kind == Request::Exit) {
     in.finish();
   }
   WireWriter out;
@@ -178,7 +178,9 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       break;
     }
     case Request::HeldRanks: {
-      const auto held = worker.held_ranks();
+      const double within_seconds = in.f64();
+      in.finish();
+      const auto held = worker.held_ranks(within_seconds);
       out.u32(static_cast<std::uint32_t>(held.size()));
       for (const auto& h : held) {
         out.i32(h.local).i32(h.tracer).u8(static_cast<std::uint8_t>((h.stopped ? 1 : 0) | (h.in_kernel ? 2 : 0)));
@@ -253,6 +255,12 @@ std::string snapshot_request(const std::vector<int>& local) {
   WireWriter w;
   w.u8(static_cast<std::uint8_t>(Request::Snapshot)).u32(static_cast<std::uint32_t>(local.size()));
   for (int l : local) w.i32(l);
+  return std::move(w).bytes();
+}
+
+std::string held_ranks_request(double within_seconds) {
+  WireWriter w;
+  w.u8(static_cast<std::uint8_t>(Request::HeldRanks)).f64(within_seconds);
   return std::move(w).bytes();
 }
 

@@ -27,7 +27,7 @@ enum class Request : std::uint8_t {
   Signal,        // i32 signal, to every rank of the monitor
   Usage,         // -> the monitor's CPU seconds, wall seconds alive, samples taken
   Exit,          // the monitor leaves its loop
-  HeldRanks,     // -> the monitor's ranks traced by another process: local index and tracer pid
+  HeldRanks,     // (window s) -> the monitor's ranks held now or in the window: local index and tracer pid
 };
 
 // A monitor did not answer in time, or died: its node is no longer watched.
@@ -87,6 +87,7 @@ class SoloMonitors final : public Monitors {
 std::string adopt_request(const std::string& instance);
 std::string snapshot_request(const std::vector<int>& local);
 std::string signal_request(int signal);
+std::string held_ranks_request(double within_seconds);
 inline std::string plain_request(Request r) { return std::string(1, static_cast<char>(r)); }
 // Discover, with the Open MPI launches to look for on nodes that cannot see the launcher.
 std::string discover_request(const std::vector<std::string>& launches);

@@ -51,6 +51,10 @@ void LiveNodeWorker::adopt(const std::string& instance) {
   adopted_.insert(instance);
   auto it = discovered_.find(instance);
   ranks_ = it == discovered_.end() ? std::vector<NodeRank>{} : it->second;
+  // Keyed by index in ranks_: the previous program's holds are not this one's ranks'.
+  seen_held_.clear();
+  seen_stopped_.clear();
+  seen_in_kernel_.clear();
   for (const auto& [id, ranks] : discovered_) {
     for (const auto& r : ranks) {  // images and pages of other programs' ranks
       sampler_.forget(os::Pid{r.pid});
@@ -77,6 +81,7 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
   processes.reserve(local.size());
   for (int index : local) processes.push_back(identity_of(ranks_.at(static_cast<std::size_t>(index))));
   auto samples = sampler_.sample_many(processes, options);
+  const auto sampled_at = std::chrono::steady_clock::now();
   samples_taken_ += samples.size();
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto failure = samples[i].failure;
@@ -88,12 +93,12 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
       progress_counters_.forget(processes[i].pid);
     }
     // One a debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
-    if (failure == os::StopFailure::AlreadyTraced) seen_held_.insert(local[i]);
+    if (failure == os::StopFailure::AlreadyTraced) seen_held_[local[i]] = sampled_at;
     // So is one stopped by a signal: someone paused it (kill -STOP, Ctrl-Z, a suspended job).
-    if (samples[i].job_control_stopped) seen_stopped_.insert(local[i]);
+    if (samples[i].job_control_stopped) seen_stopped_[local[i]] = sampled_at;
     // And one waiting in the kernel past a brief wait: a stalled file system holds it, and its
     // peers wait for it without the application being hung.
-    if (failure == os::StopFailure::InKernel) seen_in_kernel_.insert(local[i]);
+    if (failure == os::StopFailure::InKernel) seen_in_kernel_[local[i]] = sampled_at;
   }
   return samples;
 }
@@ -163,7 +168,7 @@ std::vector<std::optional<stats::WorkCounters>> LiveNodeWorker::work_counters() 
   return counters;
 }
 
-std::vector<HeldRank> LiveNodeWorker::held_ranks() {
+std::vector<HeldRank> LiveNodeWorker::held_ranks(double within_seconds) {
   // Between samples this monitor traces nobody, so any tracer is someone else's; one that lets go
   // within a moment was sampling (another watchdog), not holding (sampler::lasting_tracers). A rank
   // let go a moment ago counts too: the still samples its peers gave while it was held (the streak
@@ -171,7 +176,15 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
   // between the streak and this check, and the job was called hung). The same for a rank stopped
   // by a signal: whoever stopped it paused the job (its peers wait for it), and a stop cannot be
   // told from a hang by the stacks alone. And for one waiting in the kernel past a page read (a
-  // stalled mount holds it), now or at a sample since the last call.
+  // stalled mount holds it), now or at a sample of the window. A hold before the window (a
+  // rank's start-up reads in state D, a debugger let go before the job hung) says nothing of the
+  // samples the alarm stands on, and would cost a hang a second streak.
+  const auto now = std::chrono::steady_clock::now();
+  const auto in_window = [&](const auto& seen, int local) {
+    const auto it = seen.find(local);
+    if (it == seen.end()) return false;
+    return !(within_seconds < 1e9) || std::chrono::duration<double>(now - it->second).count() <= within_seconds;
+  };
   std::vector<HeldRank> held;
   std::vector<os::ProcessIdentity> processes;
   processes.reserve(ranks_.size());
@@ -182,17 +195,14 @@ std::vector<HeldRank> LiveNodeWorker::held_ranks() {
     const int local = static_cast<int>(i);
     if (tracers[i] != 0) {
       held.push_back({local, tracers[i]});
-    } else if (seen_held_.contains(local)) {
+    } else if (in_window(seen_held_, local)) {
       held.push_back({local, 0});
-    } else if (seen_stopped_.contains(local) || stopped_now(processes[i])) {
+    } else if (in_window(seen_stopped_, local) || stopped_now(processes[i])) {
       held.push_back({local, 0, true});
-    } else if (seen_in_kernel_.contains(local) || in_kernel[i]) {
+    } else if (in_window(seen_in_kernel_, local) || in_kernel[i]) {
       held.push_back({local, 0, false, true});
     }
   }
-  seen_held_.clear();
-  seen_stopped_.clear();
-  seen_in_kernel_.clear();
   return held;
 }
 

@@ -50,9 +50,9 @@ struct NodeRank {
 };
 
 // One of my ranks traced by another process (a debugger), by its index in ranks(): tracer is its
-// pid, or 0 when the rank is free now but a sample found it held since the last held_ranks(). Or
-// stopped by a signal (kill -STOP, a suspended job), now or at a sample since then. Or waiting
-// uninterruptibly in the kernel (state D: a stalled file system), now or at a sample since then.
+// pid, or 0 when the rank is free now but a sample of the window held_ranks() asks about found it
+// held. Or stopped by a signal (kill -STOP, a suspended job), now or at a sample of that window. Or
+// waiting uninterruptibly in the kernel (state D: a stalled file system), now or at such a sample.
 struct HeldRank {
   int local = 0;
   int tracer = 0;
@@ -74,8 +74,8 @@ class NodeWorker {
   virtual std::vector<stats::RankState> all_states() = 0;
   virtual std::vector<std::optional<stats::WorkCounters>> work_counters() = 0;
   // My ranks traced by a process other than this monitor now (from /proc: nobody is stopped), or
-  // found so by a sample since the last call.
-  virtual std::vector<HeldRank> held_ranks() = 0;
+  // found so by a sample of the last `within_seconds` (the evidence an alarm is judged on).
+  virtual std::vector<HeldRank> held_ranks(double within_seconds) = 0;
   // Every rank's stack (one sample each) merged into one tree; their states into records.
   virtual diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) = 0;
   virtual void signal(int signal) = 0;
@@ -104,7 +104,7 @@ class LiveNodeWorker final : public NodeWorker {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override;
   std::vector<stats::RankState> all_states() override;
   std::vector<std::optional<stats::WorkCounters>> work_counters() override;
-  std::vector<HeldRank> held_ranks() override;
+  std::vector<HeldRank> held_ranks(double within_seconds) override;
   diagnosis::PrefixTree gather_stacks(std::vector<RankRecord>& records) override;
   void signal(int signal) override;
   bool ranks_alive() override;
@@ -125,9 +125,9 @@ class LiveNodeWorker final : public NodeWorker {
   std::vector<NodeRank> ranks_;
   std::set<std::string> problems_logged_;
   std::uint64_t samples_taken_ = 0;
-  std::set<int> seen_held_;       // ranks a sample found traced by another process, since held_ranks()
-  std::set<int> seen_stopped_;    // ranks a sample found stopped by a signal, since held_ranks()
-  std::set<int> seen_in_kernel_;  // ranks a sample found waiting in the kernel, since held_ranks()
+  // When a sample last found each rank traced by another process, stopped by a signal, or waiting
+  // in the kernel (held_ranks).
+  std::map<int, std::chrono::steady_clock::time_point> seen_held_, seen_stopped_, seen_in_kernel_;
 };
 
 }  // namespace parastack::node

@@ -27,10 +27,10 @@ namespace parastack::stats {
 // (kill -STOP, Ctrl-Z, a suspended job).
 struct HeldRank {
   int rank = 0;          // index in the job's rank table
-  int tracer = 0;        // the pid that traces it; 0: free now, but held during the samples since the last alarm
-  bool stopped = false;  // stopped by a signal, not traced (tracer is 0); now or since the last alarm
+  int tracer = 0;        // the pid that traces it; 0: free now, but held at a sample of the window asked about
+  bool stopped = false;  // stopped by a signal, not traced (tracer is 0); now or in that window
   // Waiting uninterruptibly in the kernel (state D; tracer is 0): a stalled file system or device
-  // holds it, now or at a sample since the last alarm. Its peers wait for it, as for a debugger's.
+  // holds it, now or at a sample in that window. Its peers wait for it, as for a debugger's.
   bool in_kernel = false;
 };
 
@@ -49,10 +49,12 @@ class JobProbe {
   // Every rank's work counters now (nullopt where unknown); empty when the probe cannot tell, and
   // then work is not part of verification.
   virtual std::vector<std::optional<WorkCounters>> work_counters() = 0;
-  // The ranks a debugger holds now or held since the last call, read without stopping anybody. A
-  // job that a person holds is not hung by itself: no alarm is confirmed on samples taken while a
-  // rank was held. Empty when none, or when the probe cannot tell (synthetic ranks).
-  virtual std::vector<HeldRank> held_ranks() { return {}; }
+  // The ranks a debugger holds now, or that a sample of the last `within_seconds` found held,
+  // read without stopping anybody. A job that a person holds is not hung by itself: no alarm is
+  // confirmed on samples taken while a rank was held. A hold before those samples (a rank's
+  // start-up reads in state D, a debugger let go before the hang) says nothing about them. Empty
+  // when none, or when the probe cannot tell (synthetic ranks).
+  virtual std::vector<HeldRank> held_ranks(double /*within_seconds*/) { return {}; }
 };
 
 struct WatchdogConfig {
