@@ -332,7 +332,7 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
                "else to its owner");
   app.add_option("--mail-to", options.mail_to, "With --mail: the addresses to mail to (pbs_parastack: qsub -M)");
   app.add_option("--mailer", options.mailer,
-                 "With --mail: the sendmail-compatible program to mail with (run as MAILER -t -oi, the message on "
+                 "With --mail: the sendmail-compatible program to mail with (run as MAILER -t -oi -odi, the message on "
                  "stdin; default /usr/sbin/sendmail)");
   app.add_option("--batch-script", options.batch_script,
                  "With --slurm-job or --pbs-job: PID:START (start time in clock ticks, /proc/PID/stat field 22) "

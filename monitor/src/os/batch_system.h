@@ -20,7 +20,7 @@ bool slurm_set_comment(const std::string& job_id, const std::string& comment, st
 bool slurm_cancel(const std::string& job_id);
 
 // Mails `body` to `to` through `mailer` (a sendmail-compatible program that reads the message,
-// headers first, on stdin: `MAILER -t -oi`; empty: Debian's /usr/sbin/sendmail). Nothing, or why
+// headers first, on stdin: `MAILER -t -oi -odi`; empty: Debian's /usr/sbin/sendmail). Nothing, or why
 // the mail could not be sent ("/usr/sbin/sendmail exited with status 75").
 std::string send_mail(const std::string& mailer, const std::string& to, const std::string& subject,
                       const std::string& body);
