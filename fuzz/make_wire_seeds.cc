@@ -39,7 +39,9 @@ class SeedWorker final : public node::NodeWorker {
     return {stats::WorkCounters{6976, 1412, 5'000'000, 7'000'000, 90'000'000'000},
             stats::WorkCounters{std::uint64_t{1} << 33, 0}, std::nullopt};
   }
-  std::vector<node::HeldRank> held_ranks() override { return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}}; }
+  std::vector<node::HeldRank> held_ranks(double) override {
+    return {{1, 4242, false}, {0, 0, true}, {2, 0, false, true}};
+  }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& records) override {
     records = {{0, 4101, "node-a", "IN_MPI", "MPI_Allreduce", {}, {}, {}, {}},
                {1, 4102, "node-a", "OUT_MPI", "", {}, {}, {}, {}}};
@@ -82,8 +84,8 @@ int main(int argc, char** argv) {
       {"request-snapshot", std::string(1, '\6') + snapshot_request({1, 0})},
       {"request-signal", std::string(1, '\6') + signal_request(15)},
       {"request-gather", std::string(1, '\6') + plain_request(Request::GatherStacks)},
-      {"held", std::string(1, '\7') + reply(plain_request(Request::HeldRanks))},
-      {"request-held", std::string(1, '\6') + plain_request(Request::HeldRanks)},
+      {"held", std::string(1, '\7') + reply(held_ranks_request(2.0))},
+      {"request-held", std::string(1, '\6') + held_ranks_request(2.0)},
   };
   for (const auto& [name, bytes] : seeds) {
     std::ofstream out(std::string(argv[1]) + "/" + name, std::ios::binary);

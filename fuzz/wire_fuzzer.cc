@@ -29,7 +29,7 @@ class ReplayWorker final : public node::NodeWorker {
   }
   std::vector<stats::RankState> all_states() override { return states; }
   std::vector<std::optional<stats::WorkCounters>> work_counters() override { return work; }
-  std::vector<node::HeldRank> held_ranks() override { return held; }
+  std::vector<node::HeldRank> held_ranks(double) override { return held; }
   diagnosis::PrefixTree gather_stacks(std::vector<node::RankRecord>& out) override {
     out = records;
     return tree;
@@ -106,7 +106,7 @@ void check_work(std::string_view reply) {
 void check_held(std::string_view reply) {
   ReplayWorker worker;
   worker.held = decode_held(reply);
-  FUZZ_REQUIRE(serve_request(worker, 0, plain_request(Request::HeldRanks)) == reply);
+  FUZZ_REQUIRE(serve_request(worker, 0, held_ranks_request(1.5)) == reply);
 }
 
 void check_stacks(std::string_view reply) {
