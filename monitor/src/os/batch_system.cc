@@ -71,8 +71,8 @@ std::string send_mail(const std::string& mailer, const std::string& to, const st
   const std::string program = mailer.empty() ? sendmail_program() : mailer;
   // -odi: delivered before it returns (cron runs sendmail so too: every MTA takes it). In the
   // background (exim's default), delivery is a child in the job's cgroup, which the scancel or
-  // qdel that follows kills: with no queue runner the mail then stays queued for ever (2 of some
-  // 40 test mails on 2026-11-29).
+  // qdel that follows kills: with no queue runner the mail then stays queued for ever (3 test
+  // mails on 2026-11-29, one of them a CI failure).
   switch (const int status = run_program({program, "-t", "-oi", "-odi"}, 60s, message)) {
     case 0:
       return {};
