@@ -526,6 +526,11 @@ TEST(Run, ADebuggerThatLetGoBeforeTheHangDoesNotWithholdIt) {
       std::this_thread::sleep_for(10ms);
     }
     ASSERT_TRUE(seen(held_from, std::regex(R"(S=\d+/3 )"))) << tail(run.log());
+    // The debug log says when a sample found it held (what tells whether a hold fell inside an
+    // alarm's window).
+    EXPECT_NE(run.log().find("sample: rank 1 (pid " + std::to_string(rank) + "): traced by another process", held_from),
+              std::string::npos)
+        << tail(run.log());
   }
   const std::size_t released_from = run.log().size();
   // The job moves on (a healthy decision on all four ranks) before the spin begins.
@@ -658,6 +663,10 @@ TEST(Run, ARankWaitingInTheKernelIsLeftAloneAndNeverAHang) {
   ASSERT_GE(alarms(), 2u) << tail(run.log());
   ASSERT_GE(watched_for(), 20) << tail(run.log());
   ASSERT_EQ(process_state(waiting_rank), 'D') << "the rank was let go before the test did";
+  // And the debug log says when a sample found it so.
+  EXPECT_NE(run.log().find("sample: rank 2 (pid " + std::to_string(waiting_rank) + "): in state D", from),
+            std::string::npos)
+      << tail(run.log());
   // Warned once while it lasts; the alarms after it are debug lines.
   EXPECT_EQ(parastack::testing::occurrences(run.log(), "warning: alarm at", from), 1u) << tail(run.log());
 

@@ -99,6 +99,17 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
     // And one waiting in the kernel past a brief wait: a stalled file system holds it, and its
     // peers wait for it without the application being hung.
     if (failure == os::StopFailure::InKernel) seen_in_kernel_[local[i]] = sampled_at;
+    // Said when seen, with the log's time: whether a hold fell inside an alarm's evidence window
+    // (held_ranks) can then be read from a debug log.
+    if (failure == os::StopFailure::AlreadyTraced || failure == os::StopFailure::InKernel ||
+        samples[i].job_control_stopped) {
+      // (Worded unlike the alarms' lines, which tests and users look for.)
+      spdlog::debug("sample: rank {} (pid {}): {}", ranks_.at(static_cast<std::size_t>(local[i])).rank,
+                    processes[i].pid.value,
+                    samples[i].job_control_stopped         ? "stopped by a signal"
+                    : failure == os::StopFailure::InKernel ? "in state D"
+                                                           : "traced by another process");
+    }
   }
   return samples;
 }
