@@ -92,23 +92,28 @@ std::vector<sampler::RankSample> LiveNodeWorker::sample_ranks(const std::vector<
       sampler_.forget(processes[i].pid);
       progress_counters_.forget(processes[i].pid);
     }
-    // One a debugger holds is remembered: its peers' stillness is the debugger's doing (held_ranks).
-    if (failure == os::StopFailure::AlreadyTraced) seen_held_[local[i]] = sampled_at;
-    // So is one stopped by a signal: someone paused it (kill -STOP, Ctrl-Z, a suspended job).
-    if (samples[i].job_control_stopped) seen_stopped_[local[i]] = sampled_at;
-    // And one waiting in the kernel past a brief wait: a stalled file system holds it, and its
-    // peers wait for it without the application being hung.
-    if (failure == os::StopFailure::InKernel) seen_in_kernel_[local[i]] = sampled_at;
-    // Said when seen, with the log's time: whether a hold fell inside an alarm's evidence window
-    // (held_ranks) can then be read from a debug log.
-    if (failure == os::StopFailure::AlreadyTraced || failure == os::StopFailure::InKernel ||
-        samples[i].job_control_stopped) {
-      // (Worded unlike the alarms' lines, which tests and users look for.)
+    // A held rank is remembered with when it was seen (held_ranks), and said so in a debug line
+    // with the log's time, worded unlike the alarms' lines, which tests and users look for.
+    const char* held = nullptr;
+    // One a debugger holds: its peers' stillness is the debugger's doing.
+    if (failure == os::StopFailure::AlreadyTraced) {
+      seen_held_[local[i]] = sampled_at;
+      held = "traced by another process";
+    }
+    // One waiting in the kernel past a brief wait: a stalled file system holds it, and its peers
+    // wait for it without the application being hung.
+    if (failure == os::StopFailure::InKernel) {
+      seen_in_kernel_[local[i]] = sampled_at;
+      held = "in state D";
+    }
+    // One stopped by a signal: someone paused it (kill -STOP, Ctrl-Z, a suspended job).
+    if (samples[i].job_control_stopped) {
+      seen_stopped_[local[i]] = sampled_at;
+      held = "stopped by a signal";
+    }
+    if (held) {
       spdlog::debug("sample: rank {} (pid {}): {}", ranks_.at(static_cast<std::size_t>(local[i])).rank,
-                    processes[i].pid.value,
-                    samples[i].job_control_stopped         ? "stopped by a signal"
-                    : failure == os::StopFailure::InKernel ? "in state D"
-                                                           : "traced by another process");
+                    processes[i].pid.value, held);
     }
   }
   return samples;
