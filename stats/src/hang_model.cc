@@ -16,6 +16,7 @@ std::optional<std::string> config_error(const ModelConfig& c) {
   if (!(c.initial_interval > 0)) return "the initial sampling interval must be positive";
   if (c.max_interval < c.initial_interval) return "the maximum interval is below the initial one";
   if (c.runs_test_every < 4) return "the runs test needs at least 4 samples";
+  if (c.max_required_streak < 1) return "the longest required streak must be at least 1";
   if (!(c.late_after > 0)) return "the lateness after which an observation is no evidence must be positive";
   if (c.window != 0 && c.window < 2 * static_cast<std::size_t>(c.runs_test_every)) {
     return "the model window is too small to hold two runs-test windows";
@@ -160,6 +161,17 @@ std::vector<SuspicionThreshold> HangModel::current_thresholds(SetModel& set) {
   return set.thresholds;
 }
 
+std::vector<SuspicionThreshold> HangModel::testable(std::vector<SuspicionThreshold> thresholds, double alpha) const {
+  if (config_.thresholds != ThresholdRule::EveryValue || thresholds.empty()) return thresholds;
+  // k is taken at alpha split over all of them: dropping some only raises the others' share, so
+  // no kept threshold's k can then exceed the cap.
+  const double each = (config_.stasis.enabled ? alpha / 2 : alpha) / static_cast<double>(thresholds.size());
+  std::erase_if(thresholds, [&](const SuspicionThreshold& threshold) {
+    return required_streak(threshold.q, each) > config_.max_required_streak;
+  });
+  return thresholds;
+}
+
 Decision HangModel::observe(const Observation& observation) {
   Decision decision;
   decision.observation = observation;
@@ -241,7 +253,7 @@ Decision HangModel::observe(const Observation& observation) {
   }
 
   std::vector<SuspicionThreshold> thresholds = set.frozen;
-  if (thresholds.empty() && set.random) thresholds = current_thresholds(set);
+  if (thresholds.empty() && set.random) thresholds = testable(current_thresholds(set), alpha_now());
   if (!set.random || thresholds.empty()) {
     add_sample(set, sample);
     return finish(Verdict::Building);

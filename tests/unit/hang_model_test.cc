@@ -185,6 +185,34 @@ TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   EXPECT_EQ(broken.model_samples, std::min<std::size_t>(committed + 3, 2048));
 }
 
+// CI's healthy 4-rank polling job: S was 0 or 1/4 for good after one early sample of 2/4. The
+// threshold at 1/4 then covered nearly every sample (q within 1e-4 of 1, k in the tens of
+// thousands), so every sample extended its streak and was held back: the model stood at 95 samples
+// for the rest of the job. Such a threshold is not tested, and the model keeps learning.
+TEST(HangModel, AThresholdNearlyEverySampleReachesIsNotTestedAndTheModelKeepsLearning) {
+  ModelConfig config;
+  config.sets = 1;
+  Driver d(config);
+  std::bernoulli_distribution one_out{0.4};
+  const auto polling = [&] { return d.feed(one_out(d.rng) ? 1 : 0, 4); };
+  for (int i = 0; i < 20; ++i) polling();
+  d.feed(2, 4);  // the one rare moment two ranks were out
+  while (!d.model.ready()) polling();
+  Decision decision;
+  std::size_t most_held = 0;
+  for (int i = 0; i < 3000; ++i) {
+    decision = polling();
+    ASSERT_NE(decision.verdict, Verdict::Hang) << "at t = " << d.t;
+    if (decision.threshold) {
+      ASSERT_LT(decision.threshold->value, 0.25) << "tested at t = " << d.t << " with k = " << decision.required_streak;
+    }
+    ASSERT_LE(decision.required_streak, config.max_required_streak);
+    most_held = std::max(most_held, static_cast<std::size_t>(decision.streak));
+  }
+  EXPECT_EQ(decision.model_samples, config.window);  // full: it learned all along
+  EXPECT_LT(most_held, 100u);
+}
+
 TEST(HangModel, StreakOfOneSetSurvivesTheOtherSetsTurns) {
   ModelConfig config;
   config.observations_per_turn = 3;  // shorter than any k
@@ -285,6 +313,9 @@ TEST(HangModel, ConfigErrorsAreExplained) {
   EXPECT_TRUE(config_error(config).has_value());
   config = {};
   config.late_after = 0;
+  EXPECT_TRUE(config_error(config).has_value());
+  config = {};
+  config.max_required_streak = 0;
   EXPECT_TRUE(config_error(config).has_value());
 }
 

@@ -11,7 +11,8 @@
 // - The model keeps the most recent `window` samples per set, so it follows phase changes.
 // - Detection needs the set's sampling to have passed the runs test at the current interval.
 // - By default every sample value is a threshold, each with its own streak, tested at alpha divided
-//   by their number (a union bound); the paper tests one threshold.
+//   by their number (a union bound); the paper tests one threshold. A threshold that would need a
+//   streak longer than max_required_streak is not tested (nor counted in that number).
 // - By default a threshold's suspicion probability is bounded by an exact binomial bound
 //   (binomial.h), not by the ladder's p̂ + e, and the observations also carry stasis evidence
 //   (stasis.h). alpha then bounds everything together: half for the tests, half for the chance that
@@ -63,6 +64,12 @@ struct ModelConfig {
   double max_interval = 25.6;  // I stops doubling here
   int runs_test_every = 16;    // samples per runs test (§3.3)
   std::size_t window = 2048;   // samples kept per set
+  // With every value a threshold, one whose k exceeds this is not tested. Values that nearly every
+  // healthy sample reaches (q within 1e-4 of 1 after one rare higher sample) need tens of thousands
+  // of suspicions, which no hang waits for, and while their streak runs the set learns nothing: on
+  // a polling code nearly every sample then extends it, and the model stood still for good (CI).
+  // Default: the window, so a streak never holds back more samples than the model keeps.
+  int max_required_streak = 2048;
   // An observation that came more than this many seconds after the time it was planned for
   // (Observation::late_by) is no evidence, and ends the set's streaks and runs unlearned: the
   // monitor, or a rank it had to stop, was kept off the CPU, and the job may not have run since the
@@ -165,6 +172,8 @@ class HangModel {
   void end_streak(SetModel& set);
   void add_sample(SetModel& set, double sample);
   std::vector<SuspicionThreshold> current_thresholds(SetModel& set);
+  // The thresholds worth a streak at this alpha: those whose k is within max_required_streak.
+  std::vector<SuspicionThreshold> testable(std::vector<SuspicionThreshold> thresholds, double alpha) const;
   void double_interval();
   bool splits_alpha() const;
 
