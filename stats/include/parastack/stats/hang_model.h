@@ -68,7 +68,8 @@ struct ModelConfig {
   // healthy sample reaches (q within 1e-4 of 1 after one rare higher sample) need tens of thousands
   // of suspicions, which no hang waits for, and while their streak runs the set learns nothing: on
   // a polling code nearly every sample then extends it, and the model stood still for good (CI).
-  // Default: the window, so a streak never holds back more samples than the model keeps.
+  // Default: the window, so a streak holds back about as many samples as the model keeps at most
+  // (a frozen threshold's k can still creep up a little as alpha is spent).
   int max_required_streak = 2048;
   // An observation that came more than this many seconds after the time it was planned for
   // (Observation::late_by) is no evidence, and ends the set's streaks and runs unlearned: the
