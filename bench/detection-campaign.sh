@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The statistics core's benchmark: a Monte Carlo campaign of synthetic MPI jobs (12 workload shapes,
-# 1100 healthy job-hours and 150 injected hangs each: 13,200 job-hours) watched by the real model,
+# The statistics core's benchmark: a Monte Carlo campaign of synthetic MPI jobs (13 workload shapes,
+# 1100 healthy job-hours and 150 injected hangs each: 14,300 job-hours) watched by the real model,
 # in the default mode, in the S-only mode parastack used before stasis evidence (s-only), and with
 # the paper's rule. Prints one Markdown table per mode and its wall time. The default mode samples
-# every set every 0.1 s: about 40 minutes on 2 cores; the other two about 5 minutes each.
+# every set every 0.1 s: about 40 minutes on 2 cores (polling-phases, whose low phases raise an
+# alarm every few seconds for verification to judge, about half of it); the other two about 5
+# minutes each.
 # Usage: bench/detection-campaign.sh [extra `parastack simulate` options, e.g. --seed 7]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -67,33 +67,53 @@ bool is_polling_function(std::string_view mpi_function) {
   return std::find(kPolling.begin(), kPolling.end(), name) != kPolling.end();
 }
 
-std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const RankSnapshot* previous = nullptr;
-    for (std::size_t at = 0; at < series[i].size(); ++at) {
-      const auto& snapshot = series[i][at];
-      if (snapshot.state == RankState::Unknown) continue;
-      if (previous && is_progress(*previous, snapshot)) {
-        return ProgressEvidence{i, *previous, snapshot, at};
-      }
-      previous = &snapshot;
+namespace {
+
+bool in_polling_call(const RankSnapshot& s) {
+  return s.state == RankState::InMpi && is_polling_function(s.mpi_function) && s.path != 0;
+}
+
+// Calls moved(from, to, at) for every step of one rank's snapshots that is progress: two known
+// snapshots in a row that is_progress() accepts, or the rank polling at a place other than where
+// it last polled, whatever was sampled in between (its loop's own work, most often). With the
+// progress library's counts on both, those alone decide: a wait that ended completed a call, so a
+// rank polling at two places with its count standing is in a loop that polls from both.
+template <typename Moved>
+void for_each_move(const std::vector<RankSnapshot>& snapshots, Moved moved) {
+  const RankSnapshot* previous = nullptr;
+  const RankSnapshot* polled = nullptr;
+  for (std::size_t at = 0; at < snapshots.size(); ++at) {
+    const auto& snapshot = snapshots[at];
+    if (snapshot.state == RankState::Unknown) continue;
+    if (previous && is_progress(*previous, snapshot)) {
+      moved(*previous, snapshot, at);
+    } else if (polled && in_polling_call(snapshot) && snapshot.path != polled->path &&
+               !(polled->mpi_completed && snapshot.mpi_completed)) {
+      moved(*polled, snapshot, at);
     }
+    previous = &snapshot;
+    if (in_polling_call(snapshot)) polled = &snapshot;
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
+  std::optional<ProgressEvidence> first;
+  for (std::size_t i = 0; i < series.size() && !first; ++i) {
+    for_each_move(series[i], [&](const RankSnapshot& from, const RankSnapshot& to, std::size_t at) {
+      if (!first) first = ProgressEvidence{i, from, to, at};
+    });
+  }
+  return first;
 }
 
 std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series) {
   std::optional<ProgressEvidence> last;
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const RankSnapshot* previous = nullptr;
-    for (std::size_t at = 0; at < series[i].size(); ++at) {
-      const auto& snapshot = series[i][at];
-      if (snapshot.state == RankState::Unknown) continue;
-      if (previous && is_progress(*previous, snapshot) && (!last || at > last->at)) {
-        last = ProgressEvidence{i, *previous, snapshot, at};
-      }
-      previous = &snapshot;
-    }
+    for_each_move(series[i], [&](const RankSnapshot& from, const RankSnapshot& to, std::size_t at) {
+      if (!last || at > last->at) last = ProgressEvidence{i, from, to, at};
+    });
   }
   return last;
 }
@@ -101,12 +121,7 @@ std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector
 std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnapshot>>& series) {
   std::vector<std::size_t> columns;
   for (const auto& snapshots : series) {
-    const RankSnapshot* previous = nullptr;
-    for (std::size_t at = 0; at < snapshots.size(); ++at) {
-      if (snapshots[at].state == RankState::Unknown) continue;
-      if (previous && is_progress(*previous, snapshots[at])) columns.push_back(at);
-      previous = &snapshots[at];
-    }
+    for_each_move(snapshots, [&](const RankSnapshot&, const RankSnapshot&, std::size_t at) { columns.push_back(at); });
   }
   std::sort(columns.begin(), columns.end());
   columns.erase(std::unique(columns.begin(), columns.end()), columns.end());

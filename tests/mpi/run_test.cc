@@ -908,6 +908,34 @@ TEST(Run, AnAllPollingHealthyJobWithTheProgressLibraryRunsThreeMinutesWithoutAnA
   expect_three_polling_minutes_without_an_alarm({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB});
 }
 
+// The same healthy polling job under a test made loose on purpose (alpha 0.5 for each test, not per
+// job): its ordinary runs of S = 0 raise an alarm every few seconds, and verification must judge
+// every one a slowdown, though its ranks sit in MPI_Test and MPI_Iprobe nearly all the time and are
+// rarely caught in a call that is not a poll. What shows them alive is that they keep polling at
+// other places: a rank that polls for its halo, then for the global sum, left the first wait
+// (verification.h). Before that rule the first such alarm was confirmed as a communication hang
+// 40.8 s into the job (and a healthy 10-minute run was once killed at the default alpha).
+TEST(Run, AHealthyPollingJobUnderALooseTestIsNeverConfirmedHung) {
+  WatchedRun run({"--budget", "per-test", "--alpha", "0.5", "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_poller"), "120"}));
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report["verdict"], "completed");
+  const int alarms = report["model"].value("alarms", -1);
+  EXPECT_GE(alarms, 1) << "no alarm: the loose test never fired and verification was not exercised\n"
+                       << report["model"].dump();
+  EXPECT_EQ(report["model"].value("slowdowns", -1), alarms) << report["model"].dump();
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+  std::size_t by_place = 0;
+  for (auto at = log.find("at another place"); at != std::string::npos; at = log.find("at another place", at + 1)) {
+    ++by_place;
+  }
+  std::cout << alarms << " alarms, all judged slowdowns; " << by_place << " by a rank polling at another place\n";
+}
+
 // CI once confirmed a hang in the healthy all-polling job above and killed it: for 7.6 s every
 // sample found all four ranks in MPI_Test (73 in a row, against a healthy chance of 0.75 each)
 // while other tests loaded the node. Ranks that yield the CPU in MPI_Test (Open MPI does on an

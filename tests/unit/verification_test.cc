@@ -44,6 +44,35 @@ TEST(Verification, BusyWaitingIsNotProgress) {
   EXPECT_TRUE(find_progress({{in("MPI_Test"), in("MPI_Allreduce")}}));
 }
 
+RankSnapshot at(RankSnapshot s, std::uint64_t path) {
+  s.path = path;
+  return s;
+}
+
+TEST(Verification, PollingAtAnotherPlaceIsAWaitThatEnded) {
+  // A healthy polling code: a rank polls for its halo (place 1), works in its loop, then polls for
+  // the global sum (place 2). The work it did in between is not needed to see that it moved.
+  const auto halo_then_sum = find_progress(
+      {{at(in("MPI_Iprobe"), 1), at(out(), 7), at(in("MPI_Test"), 1), at(out(), 8), at(in("MPI_Test"), 2)}});
+  ASSERT_TRUE(halo_then_sum.has_value());
+  EXPECT_EQ(halo_then_sum->at, 4u);
+  EXPECT_EQ(halo_then_sum->from.path, 1u);
+  EXPECT_EQ(halo_then_sum->to.path, 2u);
+  // A hung poller stays where it waits, whatever it does between polls and whichever polling call
+  // of its loop a sample finds (hpcc alternates between MPI_Test and MPI_Testany in one loop: one
+  // place). A rank that hops back and forth moved at each hop.
+  EXPECT_FALSE(find_progress(
+      {{at(in("MPI_Test"), 3), at(out(), 9), at(in("MPI_Testany"), 3), at(out(), 9), at(in("MPI_Test"), 3)}}));
+  EXPECT_EQ(progress_columns({{at(in("MPI_Test"), 1), at(in("MPI_Test"), 2), at(out(), 5), at(in("MPI_Test"), 2),
+                               at(in("MPI_Test"), 1)}}),
+            (std::vector<std::size_t>{1, 4}));
+  // An unknown place (path 0: the sampler could not tell) is never a move.
+  EXPECT_FALSE(find_progress({{at(in("MPI_Test"), 1), at(in("MPI_Test"), 0), at(in("MPI_Test"), 1)}}));
+  // Two hung pollers, each at its own place, with their loops' work in between.
+  EXPECT_FALSE(find_progress({{at(in("MPI_Test"), 1), at(out(), 6), at(in("MPI_Test"), 1)},
+                              {at(out(), 6), at(in("MPI_Iprobe"), 2), at(out(), 6), at(in("MPI_Iprobe"), 2)}}));
+}
+
 RankSnapshot counted(RankSnapshot s, std::uint64_t completed) {
   s.mpi_completed = completed;
   return s;
@@ -56,6 +85,10 @@ TEST(Verification, ACompletedMpiCallIsProgressWhateverTheStackShows) {
   ASSERT_TRUE(poller.has_value());
   EXPECT_EQ(poller->at, 2u);
   EXPECT_TRUE(find_progress({{counted(in("MPI_Allreduce"), 40), counted(in("MPI_Allreduce"), 41)}}));
+  // With counts on both, a poller at two places whose count stands is in one loop that polls from
+  // both (a helper around MPI_Test called from two call sites): its waits did not end.
+  EXPECT_FALSE(find_progress({{counted(at(in("MPI_Test"), 1), 8), counted(at(in("MPI_Test"), 2), 8)}}));
+  EXPECT_TRUE(find_progress({{counted(at(in("MPI_Test"), 1), 8), at(in("MPI_Test"), 2)}}));
   // Counts that did not grow are no evidence: a hang stays a hang, with or without the library.
   EXPECT_FALSE(find_progress({{counted(in("MPI_Test"), 8), counted(out(), 8), counted(in("MPI_Testall"), 8)},
                               {counted(in("MPI_Recv"), 3), counted(in("MPI_Recv"), 3)},

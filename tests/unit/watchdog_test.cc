@@ -84,11 +84,13 @@ TEST(Watchdog, AStreakCutAtAMovementJustBeforeTheHangIsConfirmedWithoutASecondLo
       << " s): the stillness watched during the first one was not counted";
 }
 
-// Four ranks of a healthy polling code (ps_poller): each is found in MPI_Test, at one of the
-// loops of its step, or now and then (7 %) in the work it does between two polls. From `burst` on
-// the node is loaded: the ranks, which yield the CPU in MPI_Test, wait their turn inside it, and
-// every sample finds all four there, until shortly after the model's alarm (the CI's false hang:
-// 73 observations in a row at S = 0 against a healthy chance of 0.75 each, then S = 1/4 again).
+// Four ranks of a healthy polling code: each is found in MPI_Test in its polling loop, or now and
+// then (7 %) in the work it does between two polls. Each rank polls in one loop only, so its
+// stack never shows a wait ending (a rank of ps_poller hops between the loops of its step, which
+// verification counts as movement; here only S can show the job alive). From `burst` on the node
+// is loaded: the ranks, which yield the CPU in MPI_Test, wait their turn inside it, and every
+// sample finds all four there, until shortly after the model's alarm (the CI's false hang: 73
+// observations in a row at S = 0 against a healthy chance of 0.75 each, then S = 1/4 again).
 class LoadedPollers : public JobProbe {
  public:
   explicit LoadedPollers(double burst) : burst_(burst) {}
@@ -107,7 +109,7 @@ class LoadedPollers : public JobProbe {
     const auto look = ++looks_;
     for (int rank : ranks) {
       const std::uint64_t draw = mix64(mix64(static_cast<std::uint64_t>(rank) + 1) ^ look);
-      const std::uint64_t loop = draw % 5;
+      const auto loop = static_cast<std::uint64_t>(rank);
       if (!loaded && to_unit(mix64(draw)) < 0.07) {
         states.push_back({RankState::OutMpi, {}, 0x510 + loop});
       } else {

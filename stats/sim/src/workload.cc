@@ -260,6 +260,17 @@ std::vector<WorkloadShape> standard_shapes() {
        .busy_wait = true,
        .poll_out_fraction = 0.01,
        .poll_every_call = true},
+      // A healthy polling code whose load shifts: for minutes its ranks sit in MPI_Test nearly all
+      // the time, a low S the model learned in the busier phase never showed. Only their moves
+      // between polling loops, seen in verification, tell it from a hang (verification.h).
+      {.name = "polling-phases",
+       .description = "every wait an MPI_Test loop; 5-minute phases of 30% and 0.2% compute (S about 0)",
+       .ranks = 512,
+       .phases = {{0.1, 0.3}, {0.1, 0.002}},
+       .phase_seconds = 300,
+       .busy_wait = true,
+       .poll_out_fraction = 0,
+       .poll_every_call = true},
       {.name = "small-4",
        .description = "4 ranks on one node, 0.1 s iterations, 60% compute, +-10% imbalance",
        .ranks = 4,

@@ -6,7 +6,12 @@
 //  (2) steps out of, or into, an MPI function other than the polling family
 //      (MPI_Test, MPI_Testany, MPI_Testsome, MPI_Testall, MPI_Iprobe).
 // A busy-waiting rank alternating between its own loop and MPI_Test, or between two polling
-// functions, is not progress: it is how a rank waits.
+// functions of one loop, is not progress: it is how a rank waits. But a rank found polling at a
+// second place (RankSnapshot::path: another loop function, or the same loop reached from another
+// call site) left the wait it polled in before: a wait that ends is progress. Without the progress
+// library this is what tells a healthy polling code apart, in a phase where it sits in MPI nearly
+// all the time, from a hung one, whose pollers each stay at the one place they wait at (a healthy
+// 4-rank poller was once confirmed hung after 96 samples with S <= 1/4: docs/statistics.md).
 //
 // Work counters (not in the paper): a long collective checkpoint (every rank in
 // MPI_File_write_all), or one rank writing a file or building a mesh while the others wait in a
@@ -62,8 +67,10 @@ struct ProgressEvidence {
 
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides
 // (1) and (2) above, a rank in the same (non-polling) MPI call from another call site moved too,
-// when both its paths are known (RankSnapshot::path), and so did a rank whose count of completed
-// MPI calls grew (RankSnapshot::mpi_completed, both known), polling or not.
+// when both its paths are known (RankSnapshot::path), so did a rank polling at another place than
+// at its previous snapshot in a polling call (both paths known, whatever came in between; unless
+// both have counts, which then decide), and so did a rank whose count of completed MPI calls grew
+// (RankSnapshot::mpi_completed, both known).
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series);
 // The same, the latest movement (largest `at`): what a streak after it must be tested from.
 std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series);
