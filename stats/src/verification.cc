@@ -73,23 +73,23 @@ bool in_polling_call(const RankSnapshot& s) {
   return s.state == RankState::InMpi && is_polling_function(s.mpi_function) && s.path != 0;
 }
 
-// Calls moved(from, to, at) for every step of one rank's snapshots that is progress: two known
+// Calls moved(evidence) for every step of rank i's snapshots that is progress: two known
 // snapshots in a row that is_progress() accepts, or the rank polling at a place other than where
 // it last polled, whatever was sampled in between (its loop's own work, most often). With the
 // progress library's counts on both, those alone decide: a wait that ended completed a call, so a
 // rank polling at two places with its count standing is in a loop that polls from both.
 template <typename Moved>
-void for_each_move(const std::vector<RankSnapshot>& snapshots, Moved moved) {
+void for_each_move(std::size_t i, const std::vector<RankSnapshot>& snapshots, Moved moved) {
   const RankSnapshot* previous = nullptr;
   const RankSnapshot* polled = nullptr;
   for (std::size_t at = 0; at < snapshots.size(); ++at) {
     const auto& snapshot = snapshots[at];
     if (snapshot.state == RankState::Unknown) continue;
     if (previous && is_progress(*previous, snapshot)) {
-      moved(*previous, snapshot, at);
+      moved(ProgressEvidence{i, *previous, snapshot, at});
     } else if (polled && in_polling_call(snapshot) && snapshot.path != polled->path &&
                !(polled->mpi_completed && snapshot.mpi_completed)) {
-      moved(*polled, snapshot, at);
+      moved(ProgressEvidence{i, *polled, snapshot, at, true});
     }
     previous = &snapshot;
     if (in_polling_call(snapshot)) polled = &snapshot;
@@ -101,8 +101,8 @@ void for_each_move(const std::vector<RankSnapshot>& snapshots, Moved moved) {
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
   std::optional<ProgressEvidence> first;
   for (std::size_t i = 0; i < series.size() && !first; ++i) {
-    for_each_move(series[i], [&](const RankSnapshot& from, const RankSnapshot& to, std::size_t at) {
-      if (!first) first = ProgressEvidence{i, from, to, at};
+    for_each_move(i, series[i], [&](const ProgressEvidence& move) {
+      if (!first) first = move;
     });
   }
   return first;
@@ -111,8 +111,8 @@ std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<Rank
 std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector<RankSnapshot>>& series) {
   std::optional<ProgressEvidence> last;
   for (std::size_t i = 0; i < series.size(); ++i) {
-    for_each_move(series[i], [&](const RankSnapshot& from, const RankSnapshot& to, std::size_t at) {
-      if (!last || at > last->at) last = ProgressEvidence{i, from, to, at};
+    for_each_move(i, series[i], [&](const ProgressEvidence& move) {
+      if (!last || move.at > last->at) last = move;
     });
   }
   return last;
@@ -120,8 +120,8 @@ std::optional<ProgressEvidence> find_last_progress(const std::vector<std::vector
 
 std::vector<std::size_t> progress_columns(const std::vector<std::vector<RankSnapshot>>& series) {
   std::vector<std::size_t> columns;
-  for (const auto& snapshots : series) {
-    for_each_move(snapshots, [&](const RankSnapshot&, const RankSnapshot&, std::size_t at) { columns.push_back(at); });
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    for_each_move(i, series[i], [&](const ProgressEvidence& move) { columns.push_back(move.at); });
   }
   std::sort(columns.begin(), columns.end());
   columns.erase(std::unique(columns.begin(), columns.end()), columns.end());

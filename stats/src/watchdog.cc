@@ -34,14 +34,7 @@ std::string describe_progress(const std::vector<int>& targets, const ProgressEvi
   };
   std::string text = "rank " + std::to_string(targets[evidence.rank_index]) + " moved from " + name(evidence.from) +
                      " to " + name(evidence.to);
-  const auto polling = [](const RankSnapshot& s) {
-    return s.state == RankState::InMpi && is_polling_function(s.mpi_function);
-  };
-  // Both polling at different places, no counts on both (which would have decided): a wait ended.
-  if (polling(evidence.from) && polling(evidence.to) && evidence.from.path != evidence.to.path &&
-      !(evidence.from.mpi_completed && evidence.to.mpi_completed)) {
-    text += " at another place (the wait it polled in ended)";
-  }
+  if (evidence.changed_place) text += " at another place (the wait it polled in ended)";
   return text;
 }
 

@@ -58,6 +58,8 @@ TEST(Verification, PollingAtAnotherPlaceIsAWaitThatEnded) {
   EXPECT_EQ(halo_then_sum->at, 4u);
   EXPECT_EQ(halo_then_sum->from.path, 1u);
   EXPECT_EQ(halo_then_sum->to.path, 2u);
+  EXPECT_TRUE(halo_then_sum->changed_place);
+  EXPECT_FALSE(find_progress({{in("MPI_Test"), in("MPI_Allreduce")}})->changed_place);
   // A hung poller stays where it waits, whatever it does between polls and whichever polling call
   // of its loop a sample finds (hpcc alternates between MPI_Test and MPI_Testany in one loop: one
   // place). A rank that hops back and forth moved at each hop.

@@ -63,6 +63,9 @@ struct ProgressEvidence {
   RankSnapshot from;
   RankSnapshot to;
   std::size_t at = 0;  // index of `to` in that rank's series
+  // The rank was found polling at another place than at its previous polling snapshot (`from`,
+  // with non-polling snapshots between them skipped): the wait it polled in ended.
+  bool changed_place = false;
 };
 
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides
