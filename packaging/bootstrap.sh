@@ -51,18 +51,27 @@ install_missing() {
 }
 
 # The developers' build (CMakePresets.json "dev": warnings are errors); TARGETS... only those.
+# Line tables only (-g1) for our own code: the same machine code (GCC's -g never changes it) and
+# backtraces with file and line, a quarter less compile time than -g. The test programs, built as a
+# user's application built for debugging, keep their own -O1 -g (tests/programs/CMakeLists.txt).
 build() {
   echo "== building in build/"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_WERROR=ON >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_WERROR=ON \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
   cmake --build build -j"$(nproc)" ${1:+--target "$@"}
 }
 
 # What a packager builds: Release with the default options (warnings are not errors there) and
 # prefix /usr, in build-release; the unit tests run on it, and the packages are made from it later
 # (packaging/build-packages.sh build-release: the same objects, not a fresh build).
+# This build and the sanitizer build are unity builds (CMAKE_UNITY_BUILD: a target's sources
+# compiled a batch at a time, so CLI11's, nlohmann-json's and GoogleTest's headers are compiled once
+# per batch, not once per file): 5 min 40 s becomes 3 min 37 s on 2 cores. build/ stays one object
+# per file, for quick rebuilds and for clang-tidy, which reads its compile commands per file.
 check_release() {
   echo "== Release build with the default options, unit tests on it (build-release)"
-  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DCMAKE_UNITY_BUILD=ON >/dev/null
   cmake --build build-release -j"$(nproc)" --target parastack parastack-monitor pbs_parastack parastack_spank \
     parastack_fast_tests
   ctest --test-dir build-release -L unit --output-on-failure -j"$(nproc)" --timeout 900
@@ -85,11 +94,14 @@ check_code() {
 
 # The unit and cli tests under AddressSanitizer and UndefinedBehaviorSanitizer, then each libFuzzer
 # target for 20 s over its seed corpus: one clang build in build-asan for both, holding only what
-# they need (README.md, "Sanitizers and fuzzing"; 6 min 39 s on 2 cores from scratch).
+# they need (README.md, "Sanitizers and fuzzing"). A unity build (above) with line tables only: all
+# a sanitizer's report needs to name file and line.
 check_sanitized() {
   echo "== sanitizers: unit and cli tests under ASan+UBSan, then each fuzzer for 20 s (build-asan)"
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_SANITIZE=ON \
-    -DPARASTACK_FUZZ=ON -DPARASTACK_WERROR=ON >/dev/null
+    -DPARASTACK_FUZZ=ON -DPARASTACK_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" >/dev/null
   cmake --build build-asan -j"$(nproc)" --target parastack_fast_tests parastack_fuzzers
   ctest --test-dir build-asan -L 'unit|cli' --output-on-failure -j"$(nproc)" --timeout 900
   bench/fuzz.sh 20 build-asan
