@@ -53,7 +53,7 @@ install_missing() {
 # The developers' build (CMakePresets.json "dev": warnings are errors); TARGETS... only those.
 # Line tables only (-g1) for our own code: the same machine code (GCC's -g never changes it) and
 # backtraces with file and line, a quarter less compile time than -g. The test programs, built as a
-# user's application built for debugging, keep their own -O1 -g (tests/programs/CMakeLists.txt).
+# user's application built for debugging, keep their own -g (tests/programs/CMakeLists.txt).
 build() {
   echo "== building in build/"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_WERROR=ON \
