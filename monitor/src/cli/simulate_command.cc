@@ -6,6 +6,9 @@
 #include <iostream>
 #include <map>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/commands.h"
 #include "parastack/sim/campaign.h"
 #include "parastack/stats/trace.h"
@@ -82,6 +85,35 @@ int emit_trace(const SimulateOptions& options) {
   return kExitOk;
 }
 
+// Every job the campaign got wrong, each with the command that records it alone as a trace, so a
+// miss or a false alarm can be replayed decision by decision (`parastack replay --json`). Only the
+// default mode's jobs can be recorded so: trace mode watches with the default evidence.
+std::string format_failures(const std::vector<sim::ShapeSummary>& summaries, const SimulateOptions& options,
+                            bool recordable) {
+  std::string out;
+  for (const auto& summary : summaries) {
+    for (const auto& job : summary.failures) {
+      const auto& fault = job.fault;
+      std::string what = job.false_alarm ? fmt::format("false alarm at {:.1f} s", job.at) : "missed";
+      std::string record = fmt::format("--shape {} --seed {} --duration {:.17g}", summary.name, job.seed, job.duration);
+      if (options.job_ranks > 0) record += fmt::format(" --job-ranks {}", options.job_ranks);
+      if (fault.kind != sim::FaultKind::None) {
+        const bool deadlock = fault.kind == sim::FaultKind::Deadlock;
+        what += fmt::format(": {} hang at {:.1f} s", deadlock ? "deadlock" : "computation", fault.onset);
+        if (!deadlock) what += fmt::format(" (rank {})", fmt::join(fault.faulty_ranks, ", "));
+        record += fmt::format(" --hang-at {:.17g} --fault {}", fault.onset, deadlock ? "deadlock" : "computation");
+        for (int rank : fault.faulty_ranks) record += fmt::format(" --faulty-rank {}", rank);
+      }
+      out += fmt::format("- {} {}", summary.name, what);
+      out += recordable ? fmt::format("; record it: parastack simulate {} --trace-out job.jsonl\n", record) : "\n";
+    }
+  }
+  return out.empty() ? out
+                     : "\njobs the watchdog got wrong (to record one, repeat the campaign's model options, if it "
+                       "had any):\n" +
+                           out;
+}
+
 // The model variants a campaign can compare: the default, the paper's rule, the model before
 // stasis evidence and exact bounds ("s-only": what parastack did until then), and the two halfway
 // points that isolate what the per-job budget and the every-value thresholds each change.
@@ -127,6 +159,7 @@ int run_campaigns(const SimulateOptions& options) {
         config.model.initial_interval, config.sampled_ranks, config.model.sets,
         static_cast<unsigned long long>(config.seed));
     std::fputs(sim::format_summary_table(summaries).c_str(), stdout);
+    std::fputs(format_failures(summaries, options, mode->evidence_of_today).c_str(), stdout);
     std::printf("\n(simulated in %.1f s of wall time)\n", seconds);
     std::fflush(stdout);
   }

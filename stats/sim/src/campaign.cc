@@ -152,6 +152,7 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
     const double confirmed_at = finding->confirmed_at;
     if (!outcome.hang_job || confirmed_at < fault.onset) {
       outcome.false_alarm = true;
+      outcome.false_alarm_at = confirmed_at;
       outcome.healthy_seconds = confirmed_at;
       return outcome;
     }
@@ -212,8 +213,12 @@ std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
     summaries[s].description = shapes[s].description;
     summaries[s].ranks = shapes[s].ranks;
   }
-  for (const auto& o : outcomes) {
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const auto& o = outcomes[i];
     auto& s = summaries[o.shape];
+    if (o.false_alarm || (o.hang_job && !o.detected)) {
+      s.failures.push_back({jobs[i].seed, jobs[i].duration, jobs[i].fault, o.false_alarm, o.false_alarm_at});
+    }
     s.healthy_hours += o.healthy_seconds / 3600;
     s.false_alarms += o.false_alarm ? 1 : 0;
     s.healthy_alarms += o.healthy_alarms;
@@ -269,6 +274,7 @@ void ShapeSummary::merge(const ShapeSummary& o) {
   delays.insert(delays.end(), o.delays.begin(), o.delays.end());
   all_delays.insert(all_delays.end(), o.all_delays.begin(), o.all_delays.end());
   ready_times.insert(ready_times.end(), o.ready_times.begin(), o.ready_times.end());
+  failures.insert(failures.end(), o.failures.begin(), o.failures.end());
 }
 
 namespace {

@@ -38,10 +38,11 @@ struct JobOutcome {
   bool hang_job = false;
   double healthy_seconds = 0;  // time watched before any hang onset
   std::uint64_t observations = 0;
-  int healthy_alarms = 0;          // model alarms on healthy time (before verification)
-  int healthy_rejected = 0;        // of which the verification found progress (slowdowns)
-  int hang_rejected = 0;           // alarms during a hang that verification judged slowdowns
-  bool false_alarm = false;        // a hang verdict on a healthy job (or before the onset)
+  int healthy_alarms = 0;    // model alarms on healthy time (before verification)
+  int healthy_rejected = 0;  // of which the verification found progress (slowdowns)
+  int hang_rejected = 0;     // alarms during a hang that verification judged slowdowns
+  bool false_alarm = false;  // a hang verdict on a healthy job (or before the onset)
+  double false_alarm_at = 0;
   std::optional<double> ready_at;  // model built (every set can test)
   FaultKind fault = FaultKind::None;
   bool hang_after_ready = false;
@@ -50,6 +51,16 @@ struct JobOutcome {
   bool type_correct = false;    // computation vs communication
   bool faulty_found = false;    // every injected faulty rank reported (AC_f)
   double faulty_precision = 0;  // share of reported ranks that are faulty (PR_f)
+};
+
+// A job the watchdog got wrong, with what it takes to watch it again alone (`parastack simulate
+// --trace-out` with this seed, duration and fault records the same job and the same decisions).
+struct FailedJob {
+  std::uint64_t seed = 0;
+  double duration = 0;
+  Fault fault;               // kind None: a healthy job
+  bool false_alarm = false;  // else a hang never confirmed
+  double at = 0;             // the false alarm's confirmation time
 };
 
 struct ShapeSummary {
@@ -68,6 +79,7 @@ struct ShapeSummary {
   std::vector<double> delays;      // detected hangs after model building
   std::vector<double> all_delays;  // every detected hang
   std::vector<double> ready_times;
+  std::vector<FailedJob> failures;  // every false alarm and missed hang, in plan order
 
   void merge(const ShapeSummary& other);  // adds other's counts and samples (for a total row)
 };
