@@ -22,6 +22,8 @@
  *                                $PS_READY_DIR/fault.R and enters an MPI_Recv nobody matches; the
  *                                others poll for its halo for ever (hpcc's deadlock beside pollers)
  *   PS_POLLER_CELLS=C            base cells per rank (default 20000)
+ *   PS_POLLER_STOP_FILE=F        also stop (all together, as at SECONDS) once file F exists: a
+ *                                test ends the healthy job when it has seen what it waited for
  *
  * Rank 0 prints "iterations N elapsed S checksum X" (X: the sum of squares of the whole field,
  * which depends only on the iteration count and the number of ranks). Each rank writes
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clocks.h"
 #include "ready_file.h"
@@ -184,6 +187,7 @@ int main(int argc, char** argv) {
   for (long i = 1; i <= f.cells; ++i) f.u[i] = f.next[i] = (i + rank) % 97 == 0 ? 100.0 : 1.0;
   struct work w = {&f, 2, 0, 1, 0};
 
+  const char* stop_file = getenv("PS_POLLER_STOP_FILE");
   const double start = now();
   long iterations = 0;
   double residual = 0;
@@ -199,7 +203,7 @@ int main(int argc, char** argv) {
     ++iterations;
     if (iterations_wanted > 0) {
       if (iterations >= iterations_wanted) agreed[1] = 1;
-    } else if (now() - start >= seconds) {
+    } else if (now() - start >= seconds || (stop_file && access(stop_file, F_OK) == 0)) {
       agreed[1] = 1;
     }
     agree(agreed, 2, &w);
