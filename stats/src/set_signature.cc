@@ -49,7 +49,7 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   }
   Observation o{t, set, 0, 0};
   std::uint64_t path = kSignatureSeed, active_path = kSignatureSeed;
-  std::size_t known = 0, waiting = 0, active = 0, counts = 0;
+  std::size_t known = 0, waiting = 0, active = 0, counts = 0, uncounted = 0;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& s = targets[i];
     o.n_out += s.state == RankState::OutMpi ? 1 : 0;
@@ -69,11 +69,12 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
     }
     if (!placed) continue;
     ++known;
+    uncounted += s.mpi_completed ? 0 : 1;
     path = add_rank(path, i, place_of(s, waits));
   }
   const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
   o.path = enough(known) ? finish(path) : 0;
-  o.counted = counts > 0 && waiting == 0;
+  o.counted = counts > 0 && waiting == 0 && uncounted == 0;
   auto& previous = previous_completed_[set];
   for (std::size_t i = 0; i < targets.size() && i < previous.size(); ++i) {
     o.progressed |= previous[i] && targets[i].mpi_completed && *targets[i].mpi_completed != *previous[i];

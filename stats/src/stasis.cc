@@ -267,10 +267,12 @@ void StasisModel::step_active(const Observation& o) {
       active_run_ranks_ = o.active_ranks;
       active_run_beside_waiters_ = false;
       active_run_all_in_mpi_ = true;
+      active_run_counted_ = previous_active_counted_;
     }
     // For the whole run: a waiting rank that could not be read once still waits.
     active_run_beside_waiters_ |= beside_waiters(o);
     active_run_all_in_mpi_ &= o.active_out == 0;
+    active_run_counted_ &= o.counted;
     active_run_.push_back(o.t);
   } else {
     // The run ended by itself: healthy stillness, learned by the guard and the longest-run term.
@@ -290,6 +292,7 @@ void StasisModel::step_active(const Observation& o) {
     if (left && left_places_.size() < kMaxActivePlaces) left_places_.insert(previous_active_);
   }
   if (active) last_active_ = o.active_path;
+  previous_active_counted_ = o.counted;
   previous_active_ranks_ = o.active_ranks;
   previous_active_ = o.active_path;
   previous_active_t_ = o.t;
@@ -316,7 +319,12 @@ void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
 }
 
 void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
-  d.early_applies = known_observations_ >= config_.early_min_pairs;
+  // A job that never showed its ranks moving may be a loop around one MPI call site, which looks
+  // still all the time. With every rank's count of completed MPI calls (the progress library) it
+  // cannot look still: each call it completes moves its place. So counted observations need no
+  // such past, and a job deadlocked at its first MPI call is judged like any other.
+  const bool shown_moving = known_observations_ >= config_.early_min_pairs;
+  d.early_applies = shown_moving || o.counted;
   d.early_streak = static_cast<int>(active_run_.size());
   if (d.early_streak > 0) {
     d.early_onset = active_onset_;
@@ -339,8 +347,9 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
                          : std::max({minimum, config_.early_age_fraction * d.early_onset,
                                      config_.early_run_factor * longest_active_run_});
     // Not on an observation still to be judged (an excursion): the next one says what it was.
-    d.early_fired = config_.enabled && d.early_applies && d.early_streak >= config_.early_min_observations &&
-                    o.t - d.early_onset >= d.early_needed && !excursion_;
+    d.early_fired = config_.enabled && (shown_moving || active_run_counted_) &&
+                    d.early_streak >= config_.early_min_observations && o.t - d.early_onset >= d.early_needed &&
+                    !excursion_;
   }
 }
 

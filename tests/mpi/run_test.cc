@@ -1027,6 +1027,29 @@ TEST(Run, WithTheProgressLibraryADeadlockBesidePollersIsFound) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The deadlock a user's first test program often has: rank 1 enters a receive nobody sends at its
+// first MPI call after MPI_Init. No sample ever shows a rank moving, so without the library the
+// job is never watched (a loop around one MPI call looks the same: docs/statistics.md, Known
+// limits); with it every rank's count stands still from the first sample, which such a loop's
+// never does, and the model-free rule finds the hang after its plain minimum.
+TEST(Run, WithTheProgressLibraryADeadlockAtTheFirstMpiCallIsFound) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB, "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("deadlock", 1, 0)));
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n" << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["verdict"], "hang");
+  EXPECT_EQ(report["hang_type"], "communication") << report["stacks"]["text"].get<std::string>();
+  const auto onset = run.fault_time(1);
+  ASSERT_TRUE(onset.has_value()) << "the fault never fired";
+  const double delay = report["detected_at"].get<double>() - *onset;
+  EXPECT_GT(delay, 0.0);
+  EXPECT_LT(delay, 60.0) << tail(run.log());  // a sanity bound only
+  std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // LAMMPS (Debian's lmp, built against Open MPI): a real application this project did not write.
 // The classic Lennard-Jones melt: every step computes forces locally and exchanges ghost atoms.
 // (hpcc was tried first and is a poor subject: its opening RandomAccess phases keep every rank

@@ -160,6 +160,11 @@ TEST(SetSignatures, ASetOfCountedPollersIsWatched) {
   const auto c = signatures.observe(3, 0, {counted(in_mpi("MPI_Test", 20), 9), in_mpi("MPI_Iprobe", 21)});
   EXPECT_FALSE(c.counted);
   EXPECT_EQ(c.active_ranks, 1);
+  // Nor is a set with a blocked rank whose count is unknown: its place is its call site alone, and
+  // a loop around that one call would look still (stasis.h's model-free rule).
+  const auto d = signatures.observe(4, 0, {counted(in_mpi("MPI_Recv", 8), 9), in_mpi("MPI_Allreduce", 22)});
+  EXPECT_EQ(d.active_ranks, 2);
+  EXPECT_FALSE(d.counted);
 }
 
 TEST(SetSignatures, PollingPlacesAreBounded) {

@@ -278,6 +278,43 @@ TEST(Stasis, TheModelFreeRuleDoesNotApplyToAJobThatNeverMoved) {
   EXPECT_FALSE(d.early_fired);
 }
 
+// With the progress library every rank's count of completed MPI calls is part of its place, so a
+// loop around one MPI call site moves with every call it completes, and a set that stands still
+// from its first observation (a deadlock at the job's first MPI call) is judged after the rule's
+// plain minimum, with no past of movement. One rank without a count would leave it unjudged.
+TEST(Stasis, ACountedSetStillFromItsFirstObservationIsJudged) {
+  const auto counted_run = [](bool every_rank_counted) {
+    Stream s;
+    StasisDecision d;
+    do {
+      s.t += 0.1;
+      Observation o{s.t, 0, 0, 4, 42, false, 42, 0, 4};
+      o.counted = every_rank_counted;
+      d = s.model.observe(o, 0);
+      EXPECT_EQ(d.early_applies, every_rank_counted);
+    } while (!d.early_fired && s.t < 600);
+    return std::pair{d.early_fired, s.t};
+  };
+  const auto [fired, at] = counted_run(true);
+  EXPECT_TRUE(fired);
+  EXPECT_NEAR(at, 0.1 + 5, 0.15);  // the run began after the first observation
+  EXPECT_FALSE(counted_run(false).first);
+}
+
+// A run that began uncounted (the library's page not read yet) does not become judgeable halfway:
+// its past was not evidence of standing still by counts.
+TEST(Stasis, ARunCountedOnlyFromItsMiddleNeedsThePastOfMovement) {
+  Stream s;
+  StasisDecision d;
+  for (int i = 0; i < 3000; ++i) {
+    s.t += 0.1;
+    Observation o{s.t, 0, 0, 4, 42, false, 42, 0, 4};
+    o.counted = i >= 20;
+    d = s.model.observe(o, 0);
+    ASSERT_FALSE(d.early_fired) << s.t;
+  }
+}
+
 TEST(Stasis, TheModelFreeRuleLearnsTheLongestStillRunThatEnded) {
   Stream s;
   for (int i = 0; i < 100; ++i) s.feed(1 + i % 3);

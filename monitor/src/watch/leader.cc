@@ -51,10 +51,16 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
     return;
   }
   coverage.unwatched_seconds += span;
+  // Without MPI's own counts a job standing still from its start cannot be told from a loop around
+  // one MPI call (stasis.h); say what would tell them apart.
   coverage.why_unwatched =
       st.pairs == 0 ? "the S model is not built yet and the ranks' call paths could not be read"
-                    : "the S model is not built yet (the sampled states do not vary randomly) and the ranks' "
-                      "call paths have not shown movement yet";
+      : d.observation.counted
+          ? "the S model is not built yet (the sampled states do not vary randomly) and the ranks' call paths have "
+            "not shown movement yet"
+          : "the S model is not built yet (the sampled states do not vary randomly) and the ranks' call paths have "
+            "not shown movement yet (with the MPI progress library, --mpi-progress or mpi-progress=on, MPI's own "
+            "call counts would show it from the first sample)";
 }
 
 Clock::duration seconds(double s) {

@@ -25,9 +25,10 @@ struct Observation {
   std::uint64_t active_path = 0;
   int active_out = 0;
   int active_ranks = 0;  // how many ranks active_path covers (0 where unknown, as in old traces)
-  // The progress library's counts were read (RankSnapshot::mpi_completed) and every busy-waiting
-  // rank had one: no rank of the set waits where its stack cannot say whether it works, so the
-  // active ranks are all there is to watch. False in traces without it.
+  // The progress library's counts were read (RankSnapshot::mpi_completed) and every rank that could
+  // be placed had one: no rank of the set waits where its stack cannot say whether it works, so
+  // the active ranks are all there is to watch, and a rank that completes MPI calls moves even at
+  // one call site. False in traces without it.
   bool counted = false;
   // Some rank of the set completed an MPI call since the set's previous observation (the progress
   // library's counts): the job progressed, so this observation is no suspicion whatever S is.

@@ -38,7 +38,9 @@
 //    applies only once the job has shown that it moves: at least early_min_pairs observations
 //    whose ranks' status was known (active ranks, or everyone busy-waiting) outside such runs. A
 //    code that always looks still (one MPI call site in a loop around a tiny computation) holds
-//    every observation after its first in a run, so never has them. Its
+//    every observation after its first in a run, so never has them. A run whose observations
+//    are all counted (Observation::counted: every rank's count of completed MPI calls is part of
+//    its place) needs no such past: such a code's counts move. Its
 //    false-alarm bound is an assumption, stated and tested: a healthy job that has shown movement
 //    never keeps every sampled rank that is not busy-waiting at one call path, at most a quarter
 //    of them outside MPI, none in MPI_Init or MPI_Finalize, for that long (and verification then
@@ -102,7 +104,7 @@ struct StasisDecision {
   int early_streak = 0;        // consecutive observations whose active ranks stood still
   double early_onset = 0;      // when that run stopped
   double early_needed = 0;     // how long the model-free rule needs it to last
-  bool early_applies = false;  // the job has shown that its paths move (see above)
+  bool early_applies = false;  // the job has shown that its paths move, or its ranks are counted (see above)
   bool fired = false;          // the model's test fired
   bool early_fired = false;    // the model-free rule fired
 };
@@ -191,7 +193,9 @@ class StasisModel {
   int active_run_ranks_ = 0;                // how many active ranks the running run has
   bool active_run_beside_waiters_ = false;  // some ranks busy-waited beside its active ones
   bool active_run_all_in_mpi_ = true;       // none of its active ranks was outside MPI
-  std::optional<Observation> excursion_;    // an observation that may have been another rank's step out
+  bool active_run_counted_ = false;         // it and the observation it began after were counted
+  bool previous_active_counted_ = false;
+  std::optional<Observation> excursion_;  // an observation that may have been another rank's step out
 };
 
 }  // namespace parastack::stats
