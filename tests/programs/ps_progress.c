@@ -28,6 +28,10 @@
  *                    the other with a tag nobody sends (DEADLOCK_TAG). The others go on to the
  *                    next iteration and wait there: P's right neighbour in the ring exchange for
  *                    P's message, the rest in the next Allreduce. Faulty: {R, P}.
+ *   deadlock-pair-finalize  the same pair, while every other rank, having learned of it in that
+ *                    Allreduce, leaves the loop and waits in MPI_Finalize for the pair (the
+ *                    classic first test program: two ranks receive from each other, the rest
+ *                    finish). Faulty: {R, P}.
  *   wrong-tag        in that iteration's ring exchange R posts its Irecv from the left with
  *                    WRONG_TAG: the left neighbour's message (sent eagerly, so the left goes on)
  *                    never matches, R waits in MPI_Waitall forever, and everyone else waits for R
@@ -56,7 +60,7 @@
 #define WRONG_TAG 4242
 #define UNRECEIVED_DOUBLES (1 << 17)
 
-enum fault { NONE, SKIP_COLLECTIVE, DEADLOCK_PAIR, WRONG_TAG_FAULT, COMPUTE, UNRECEIVED_SEND };
+enum fault { NONE, SKIP_COLLECTIVE, DEADLOCK_PAIR, DEADLOCK_PAIR_FINALIZE, WRONG_TAG_FAULT, COMPUTE, UNRECEIVED_SEND };
 
 static volatile double sink;
 static int rank, size;
@@ -82,9 +86,17 @@ __attribute__((noinline)) static void exchange_ring(int tag, int receive_tag, do
   MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
 }
 
+/* deadlock-pair-finalize's other ranks. Out of line and cold, so that main's call sites keep their
+ * code order (the stacks' least-progressed rule reads it: Run.WithoutTheProgressLibrary...). */
+__attribute__((noinline, noreturn, cold)) static void finalize_beside_the_pair(void) {
+  MPI_Finalize(); /* waits there for the pair, for ever */
+  exit(0);
+}
+
 static enum fault parse_fault(const char* text) {
   if (strcmp(text, "skip-collective") == 0) return SKIP_COLLECTIVE;
   if (strcmp(text, "deadlock-pair") == 0) return DEADLOCK_PAIR;
+  if (strcmp(text, "deadlock-pair-finalize") == 0) return DEADLOCK_PAIR_FINALIZE;
   if (strcmp(text, "wrong-tag") == 0) return WRONG_TAG_FAULT;
   if (strcmp(text, "compute") == 0) return COMPUTE;
   if (strcmp(text, "unreceived-send") == 0) return UNRECEIVED_SEND;
@@ -120,7 +132,8 @@ int main(int argc, char** argv) {
     } else {
       fprintf(stderr,
               "usage: ps_progress [--iterations N] [--compute-ms M] "
-              "[--fault skip-collective|deadlock-pair|wrong-tag|compute|unreceived-send --fault-rank R "
+              "[--fault skip-collective|deadlock-pair|deadlock-pair-finalize|wrong-tag|compute|unreceived-send "
+              "--fault-rank R "
               "--fault-after S] "
               "[--churn C] [--comms K]\n");
       return 2;
@@ -174,8 +187,12 @@ int main(int argc, char** argv) {
       continue; /* a plain iteration: nothing else to skip */
     }
     /* The residual, and deadlock-pair's announcement: every rank learns it here. */
-    double local[2] = {halo[0], fires && fault == DEADLOCK_PAIR}, global[2];
+    double local[2] = {halo[0], fires && (fault == DEADLOCK_PAIR || fault == DEADLOCK_PAIR_FINALIZE)}, global[2];
     MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (__builtin_expect(global[1] > 0 && fault == DEADLOCK_PAIR_FINALIZE && rank != fault_rank && rank != partner,
+                         0)) {
+      finalize_beside_the_pair();
+    }
     if (global[1] > 0 && (rank == fault_rank || rank == partner)) {
       if (rank == fault_rank) announce_fault();
       int never;
