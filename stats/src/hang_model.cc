@@ -199,7 +199,9 @@ Decision HangModel::observe(const Observation& observation) {
   // A late observation is no evidence: its sample may repeat the previous one only because nothing
   // ran in between. Nothing is tested on it or learned from it, and every streak and run of the set
   // ends here unlearned: evidence must be gathered while the job is watched, at the model's pace.
-  if (observation.late_by > config_.late_after) {
+  // Nor is one of the job's serial end (Observation::serial_end): its few ranks outside MPI and its
+  // stillness are what a rank summing up alone looks like, in a phase no model has seen.
+  if (observation.late_by > config_.late_after || observation.serial_end) {
     if (config_.stasis.enabled) decision.stasis = set.stasis.observe_late(observation);
     set.held_back.clear();
     set.frozen.clear();

@@ -49,13 +49,19 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   }
   Observation o{t, set, 0, 0};
   std::uint64_t path = kSignatureSeed, active_path = kSignatureSeed;
-  std::size_t known = 0, waiting = 0, active = 0, counts = 0, uncounted = 0;
+  std::size_t known = 0, waiting = 0, active = 0, counts = 0, uncounted = 0, finished = 0;
+  bool computing = false;  // some rank outside MPI that is not busy-waiting, placed or not
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& s = targets[i];
     o.n_out += s.state == RankState::OutMpi ? 1 : 0;
     o.n += s.state != RankState::Unknown ? 1 : 0;
     o.polling |= in_polling_call(s);
+    if (s.state == RankState::InMpi && is_shutdown_function(s.mpi_function)) {
+      ++finished;  // no path (the sampler gives it none): it sits there until the others come
+      continue;
+    }
     const bool waits = busy_waiting(s) || (s.mpi_completed && s.mpi_polled);
+    computing |= s.state == RankState::OutMpi && !waits;
     counts += s.mpi_completed ? 1 : 0;
     const bool placed = s.path != 0 || (waits && s.mpi_completed);  // place_of() knows where it is
     if (waits && !s.mpi_completed) {
@@ -81,7 +87,13 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
   }
   previous.resize(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) previous[i] = targets[i].mpi_completed;
-  o.active_path = !enough(active + waiting) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
+  // Finished ranks (in MPI_Finalize) make the active signature readable: beside ranks that all
+  // wait in MPI, a rank blocked in a receive that a finished rank never sent (the classic
+  // last-message hang) is watched like any other. Beside a rank at work outside MPI they make the
+  // observation the job's serial end, which nothing judges.
+  o.finished = static_cast<int>(finished);
+  o.serial_end = finished > 0 && computing;
+  o.active_path = !enough(active + waiting + finished) ? 0 : active > 0 ? finish(active_path) : kEveryoneWaiting;
   if (has_active_rank(o)) {
     o.active_ranks = static_cast<int>(active);
   } else {

@@ -138,6 +138,8 @@ void StasisModel::maybe_refresh() {
 }
 
 StasisDecision StasisModel::observe(const Observation& o, double test_alpha) {
+  // The job's serial end is no evidence, as a late observation is not (Observation::serial_end).
+  if (o.serial_end) return observe_late(o);
   StasisDecision d;
   d.known = o.path != 0 && previous_path_ != 0;
   d.still = d.known && o.path == previous_path_ && few_outside(o);
@@ -251,9 +253,10 @@ namespace {
 
 // Some ranks busy-wait beside the active ones: they may be the ones working (hpcc's RandomAccess
 // applies its updates inside its MPI_Testany loop), which stacks cannot see. With the progress
-// library's counts for every poller, only a rank that could not be placed is such a rank.
+// library's counts for every poller, only a rank that could not be placed is such a rank; one in
+// MPI_Finalize is not (Observation::finished): it has done its part.
 bool beside_waiters(const Observation& o) {
-  return o.counted ? o.n > o.active_ranks : o.polling || o.n_out > o.active_out;
+  return o.counted ? o.n > o.active_ranks + o.finished : o.polling || o.n_out > o.active_out;
 }
 
 }  // namespace

@@ -100,6 +100,17 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     observation.active_path = observation.path;
     observation.active_out = observation.path != 0 ? observation.n_out : 0;
   }
+  if (json.contains("finished")) {
+    if (!read_field(json, "finished", observation.finished, error)) return TraceError{error};
+    if (observation.finished < 0 || observation.finished + observation.active_ranks > observation.n) {
+      return TraceError{"needs 0 <= finished <= n - active_ranks"};
+    }
+  }
+  if (auto serial_end = json.find("serial_end"); serial_end != json.end()) {
+    if (!serial_end->is_boolean()) return TraceError{"\"serial_end\" must be true or false"};
+    observation.serial_end = serial_end->get<bool>();
+    if (observation.serial_end && observation.finished == 0) return TraceError{"\"serial_end\" needs finished ranks"};
+  }
   return observation;
 }
 
@@ -114,6 +125,8 @@ std::string format_trace_line(const Observation& o) {
   if (o.counted) json["counted"] = true;
   if (o.progressed) json["progressed"] = true;
   if (o.late_by > 0) json["late_by"] = o.late_by;
+  if (o.finished != 0) json["finished"] = o.finished;
+  if (o.serial_end) json["serial_end"] = true;
   if (o.path != 0 || o.active_path != 0) {
     // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.
     char hex[17];

@@ -69,6 +69,30 @@ bool is_polling_function(std::string_view mpi_function) {
 
 namespace {
 
+// The entry's name without its prefix, when it is an MPI entry point at all.
+std::optional<std::string> mpi_entry_name(std::string_view function) {
+  const bool mpi = function.starts_with("MPI_") || function.starts_with("PMPI_") || function.starts_with("mpi_") ||
+                   function.starts_with("pmpi_");
+  if (!mpi) return std::nullopt;
+  return entry_name(function);
+}
+
+}  // namespace
+
+bool is_startup_function(std::string_view mpi_function) {
+  if (mpi_function == "ompi_mpi_init") return true;
+  const auto name = mpi_entry_name(mpi_function);
+  return name && (*name == "init" || *name == "init_thread");
+}
+
+bool is_shutdown_function(std::string_view mpi_function) {
+  if (mpi_function == "ompi_mpi_finalize") return true;
+  const auto name = mpi_entry_name(mpi_function);
+  return name && *name == "finalize";
+}
+
+namespace {
+
 bool in_polling_call(const RankSnapshot& s) {
   return s.state == RankState::InMpi && is_polling_function(s.mpi_function) && s.path != 0;
 }

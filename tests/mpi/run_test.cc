@@ -1049,17 +1049,56 @@ TEST(Run, WithTheProgressLibraryADeadlockAtTheFirstMpiCallIsFound) {
 }
 
 // The classic first test program at 4 ranks: two ranks receive from each other, the other two
-// finish and wait in MPI_Finalize. With the library only the S test can find it today: a rank in
-// MPI_Finalize has no path, so with counts it is a rank that could not be placed, and the
-// model-free rule never fires beside it (docs/statistics.md, Known limits). Here the S test finds
-// it 5.3 s after the fault on an idle node, 26.4 s beside the simulator (measured); a code with a
-// weaker S model waits longer (30 s against 12 s without the library).
+// finish and wait in MPI_Finalize. A rank there has done its part (stats/set_signature.h,
+// Observation::finished): beside it nobody can be working unseen, so with the library the
+// model-free rule gives the pair its plain minimum. Until 2026-12-01 such a rank was one that
+// "could not be placed", the rule never fired beside it, and only the S test found the hang (5.3 s
+// after the fault on an idle node, 26.4 s beside the simulator).
 TEST(Run, WithTheProgressLibraryADeadlockedPairBesideRanksInMpiFinalizeIsFound) {
   WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB, "--log-level", "debug"},
                  mpirun(4, {test_program("ps_progress"), "--fault", "deadlock-pair-finalize", "--fault-rank", "1",
                             "--fault-after", "3"}));
   json report;
-  expect_communication_hang_found(run, 1, 120, report);
+  expect_communication_hang_found(run, 1, 60, report);
+}
+
+// The last message never sent: rank 0 waits in MPI_Recv for a result that rank 1 never sends,
+// while ranks 1..3 have gone on to MPI_Finalize and wait there for it (tests/programs/ps_finale.c).
+// Without the progress library, as a new user runs it, and a communication-bound code (20 us of
+// compute a step): its ranks sit in MPI so often that S = 0 is common in health and the S test
+// needs a streak of about 190 samples (19 s). The model-free rule must find it first: the finished
+// ranks make the set readable (stats/set_signature.h). Until 2026-12-01 they had no path, so too few
+// ranks were known for any stasis evidence, and only the S test could find it (a variant whose
+// S never varied enough to build a model was not found in 150 s).
+TEST(Run, ARankWaitingForAMessageNeverSentWhileTheOthersFinishIsFound) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "5",
+                                                      "--compute-ms", "0.02", "--end", "last-message"}));
+  json report;
+  ASSERT_NO_FATAL_FAILURE(expect_communication_hang_found(run, 0, 60, report));
+  EXPECT_EQ(report["model"]["kind"], "early-stasis") << report["model"].dump();
+  EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
+}
+
+// A job's serial end: rank 0 works alone for 30 s in one loop, with no I/O and no new memory,
+// while ranks 1..3 wait in MPI_Finalize; then it prints its result and finishes. To stacks this is
+// exactly a rank spinning while the others wait, and until 2026-12-01 the S model called it that:
+// confirmed a computation hang of rank 0 13 s into it and killed the job (with the progress
+// library too). Such observations are no evidence now (Observation::serial_end), and the report
+// says that the end went unwatched, and why.
+TEST(Run, ARankWorkingAloneWhileTheOthersFinishIsNotAHang) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "5", "--end",
+                                                      "serial", "--serial-seconds", "30"}));
+  ASSERT_EQ(run.wait(180s), 0) << tail(run.log());
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  EXPECT_NE(log.find("the job's serial end is not judged"), std::string::npos) << tail(log);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_GE(report["coverage"]["unwatched_seconds"].get<double>(), 25.0) << report["coverage"].dump();
+  EXPECT_NE(report["coverage"]["why_unwatched"].get<std::string>().find("serial end"), std::string::npos)
+      << report["coverage"].dump();
+  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
 }
 
 // LAMMPS (Debian's lmp, built against Open MPI): a real application this project did not write.

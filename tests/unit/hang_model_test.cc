@@ -164,6 +164,35 @@ TEST(HangModel, ALateObservationEndsTheStreakUnlearnedAndIsNoSuspicion) {
   EXPECT_EQ(d.model.observe(slightly).streak, 2);
 }
 
+// The job's serial end (Observation::serial_end): rank 0 works alone outside MPI while the others
+// wait in MPI_Finalize. S stays at 1/10 for as long as it works, which the model (learned on the
+// job's main phase) would soon call a hang; such observations are no evidence and are not learned.
+// The same S without the finished ranks fires, as any persistently low fraction does.
+TEST(HangModel, TheJobsSerialEndIsNoEvidence) {
+  ModelConfig one_set;
+  one_set.sets = 1;
+  const auto serial_end = [&](bool ending) {
+    Driver d(one_set);
+    while (!d.model.ready()) d.feed_healthy();
+    Decision decision;
+    for (int i = 0; i < 10000 && decision.verdict != Verdict::Hang; ++i) {
+      d.t += d.model.interval();
+      Observation o{d.t, 0, 1, 10};
+      o.finished = ending ? 9 : 0;
+      o.serial_end = ending;
+      decision = d.model.observe(o);
+      if (ending) {
+        EXPECT_EQ(decision.verdict, Verdict::Unwatched);
+        EXPECT_EQ(decision.streak, 0);
+      }
+    }
+    return decision;
+  };
+  const auto ending = serial_end(true);
+  EXPECT_NE(ending.verdict, Verdict::Hang);
+  EXPECT_EQ(serial_end(false).verdict, Verdict::Hang);
+}
+
 TEST(HangModel, StreakSamplesAreHeldBackUntilTheStreakBreaks) {
   Driver d;
   while (!d.model.ready()) d.feed_healthy();

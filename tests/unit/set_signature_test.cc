@@ -167,6 +167,43 @@ TEST(SetSignatures, ASetOfCountedPollersIsWatched) {
   EXPECT_FALSE(d.counted);
 }
 
+// A rank in MPI_Finalize has no path (the sampler gives it none) and has done its part. It makes
+// the set readable: the classic last-message hang, rank 0 in a receive that rank 1 never sent
+// while 1..3 finish, is then watched. Beside a rank at work outside MPI it makes the observation
+// the job's serial end, which nothing judges (HangModel, StasisModel).
+TEST(SetSignatures, RanksInMpiFinalizeAreKnownAndBesideARankAtWorkMakeTheSerialEnd) {
+  SetSignatures signatures;
+  const RankSnapshot finishing = in_mpi("MPI_Finalize", 0), finishing_ompi = in_mpi("ompi_mpi_finalize", 0);
+  const auto last_message = signatures.observe(1, 0, {in_mpi("MPI_Recv", 8), finishing, finishing_ompi, finishing});
+  EXPECT_EQ(last_message.n, 4);
+  EXPECT_EQ(last_message.finished, 3);
+  EXPECT_FALSE(last_message.serial_end);
+  EXPECT_EQ(last_message.active_ranks, 1);
+  EXPECT_TRUE(has_active_rank(last_message));
+  EXPECT_EQ(last_message.path, 0u);  // the stasis model's signature is as it was: one known rank of 4
+  // The same receive again is the same active signature: still.
+  EXPECT_EQ(signatures.observe(2, 0, {in_mpi("MPI_Recv", 8), finishing, finishing_ompi, finishing}).active_path,
+            last_message.active_path);
+
+  const auto serial_end = signatures.observe(3, 0, {out(30), finishing, finishing, finishing});
+  EXPECT_EQ(serial_end.finished, 3);
+  EXPECT_TRUE(serial_end.serial_end);
+  // So is a set whose rank outside MPI could not be placed (an incomplete unwind): it may be at work.
+  EXPECT_TRUE(signatures.observe(4, 0, {in_mpi("MPI_Recv", 8), out(0), finishing, finishing}).serial_end);
+  // A busy-waiting rank seen in its loop code is no rank at work.
+  signatures.observe(5, 0, {in_mpi("MPI_Test", 20), finishing});
+  EXPECT_FALSE(signatures.observe(6, 0, {out(20), finishing}).serial_end);
+  // Everyone finishing: nobody active, which is never evidence.
+  const auto all = signatures.observe(7, 0, {finishing, finishing, finishing, finishing});
+  EXPECT_EQ(all.active_path, kEveryoneWaiting);
+  EXPECT_FALSE(all.serial_end);
+  // MPI_Init is not finished work: a rank there may be waiting for one still preparing to start.
+  const auto starting = signatures.observe(
+      8, 0, {in_mpi("MPI_Recv", 8), in_mpi("MPI_Init", 0), in_mpi("MPI_Init", 0), in_mpi("MPI_Init_thread", 0)});
+  EXPECT_EQ(starting.finished, 0);
+  EXPECT_EQ(starting.active_path, 0u);
+}
+
 TEST(SetSignatures, PollingPlacesAreBounded) {
   SetSignatures signatures;
   for (std::uint64_t place = 1; place <= SetSignatures::kMaxPollingPlaces + 10; ++place) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parastack/stats/hang_model.h"
+#include "parastack/stats/set_signature.h"
 
 namespace parastack::stats {
 namespace {
@@ -447,6 +448,48 @@ TEST(Stasis, WithEveryPollersCountBlockedRanksBesidePollersAreJudged) {
     o.counted = true;
     d = u.model.observe(o, 0);
     ASSERT_FALSE(d.early_fired) << u.t;
+  }
+}
+
+// A job's end: ranks in MPI_Finalize (Observation::finished, set_signature.h) beside ranks that
+// all wait in MPI. From the ranks' snapshots, through the set's signatures, to the model-free rule:
+// rank 0 in a receive that rank 1 never sent while ranks 1..3 finish (the classic last-message
+// hang) is found after the rule's plain minimum, with the progress library or without; a rank
+// computing alone at one place beside the finished ones (rank 0 writing up its results) is never
+// judged by the rule, as before. With the library, finished ranks are no ranks that "could not be
+// placed" (which may be working), so they leave the rule its plain minimum.
+TEST(Stasis, RanksInMpiFinalizeBesideRanksWaitingInMpiAreNoReasonToWait) {
+  const auto standstill = [](bool library, RankSnapshot rank0, int finishing) {
+    SetSignatures signatures;
+    StasisModel model({}, kBeta);
+    const auto with_count = [&](RankSnapshot r, std::uint64_t count) {
+      if (library) r.mpi_completed = count;
+      return r;
+    };
+    double t = 0;
+    StasisDecision d;
+    for (int i = 0; i < 30; ++i) {  // 3 s of a healthy loop: four ranks through two calls
+      t += 0.1;
+      const auto call =
+          i % 2 == 0 ? RankSnapshot{RankState::InMpi, "MPI_Allreduce", 50} : RankSnapshot{RankState::OutMpi, {}, 51};
+      model.observe(signatures.observe(t, 0, std::vector<RankSnapshot>(4, with_count(call, i))), 0);
+    }
+    std::vector<RankSnapshot> end(4, with_count({RankState::InMpi, "MPI_Finalize", 0}, 30));
+    end[0] = with_count(rank0, 30);
+    for (int i = 1; i < 4 - finishing; ++i) end[i] = with_count({RankState::InMpi, "MPI_Barrier", 60}, 30);
+    const double stopped = t + 0.1;
+    do {
+      t += 0.1;
+      d = model.observe(signatures.observe(t, 0, end), 0);
+    } while (!d.early_fired && t < 600);
+    return d.early_fired ? t - stopped : std::numeric_limits<double>::infinity();
+  };
+  const RankSnapshot waiting{RankState::InMpi, "MPI_Recv", 61}, computing{RankState::OutMpi, {}, 62};
+  for (const bool library : {false, true}) {
+    SCOPED_TRACE(library ? "with the progress library" : "without it");
+    EXPECT_NEAR(standstill(library, waiting, 3), 5, 0.15);
+    EXPECT_NEAR(standstill(library, waiting, 2), 5, 0.15);  // two finish, one waits in a barrier
+    EXPECT_EQ(standstill(library, computing, 3), std::numeric_limits<double>::infinity());
   }
 }
 

@@ -73,6 +73,36 @@ TEST(Trace, ActiveSignaturesRoundTripAndOldTracesGetThemFromThePath) {
       R"({"t":1,"set":0,"n_out":1,"n":4,"path":"ff","active":"ff","active_out":1,"active_ranks":0})")));
 }
 
+// Ranks in MPI_Finalize (Observation::finished) and the job's serial end: written only when there
+// are some, read back, absent in traces written before them, and never more than the set has.
+TEST(Trace, FinishedRanksAndTheSerialEndRoundTripAndOldTracesHaveNone) {
+  Observation o{3.25, 0, 0, 4, 0, false, 0xabc, 0, 1};
+  EXPECT_EQ(format_trace_line(o).find("finished"), std::string::npos);
+  EXPECT_EQ(format_trace_line(o).find("serial_end"), std::string::npos);
+  o.finished = 3;
+  auto back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_EQ(back.finished, 3);
+  EXPECT_FALSE(back.serial_end);
+  EXPECT_EQ(back.active_ranks, 1);
+  o = Observation{3.35, 0, 1, 4};  // rank 0 at work, the others finished: no signature at all
+  o.finished = 3;
+  o.serial_end = true;
+  back = std::get<Observation>(parse_trace_line(format_trace_line(o)));
+  EXPECT_EQ(back.finished, 3);
+  EXPECT_TRUE(back.serial_end);
+  const auto old =
+      std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":0,"n":4,"active":"abc","active_ranks":1})"));
+  EXPECT_EQ(old.finished, 0);
+  EXPECT_FALSE(old.serial_end);
+  for (const char* bad :
+       {R"({"t":1,"set":0,"n_out":0,"n":4,"active":"abc","active_ranks":1,"finished":4})",
+        R"({"t":1,"set":0,"n_out":0,"n":4,"finished":-1})", R"({"t":1,"set":0,"n_out":0,"n":4,"finished":"3"})",
+        R"({"t":1,"set":0,"n_out":1,"n":4,"serial_end":true})",
+        R"({"t":1,"set":0,"n_out":1,"n":4,"finished":3,"serial_end":1})"}) {
+    EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(bad))) << bad;
+  }
+}
+
 // How late an observation came: written only when it was, read back, and never negative.
 TEST(Trace, LatenessRoundTripsAndOldTracesAreOnTime) {
   Observation o{3.25, 0, 1, 4};

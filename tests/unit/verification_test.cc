@@ -19,6 +19,21 @@ TEST(Verification, PollingFamilyInEveryBindingSpelling) {
   }
 }
 
+TEST(Verification, StartupAndShutdownInEveryBindingSpelling) {
+  for (const char* name : {"MPI_Init", "PMPI_Init_thread", "mpi_init_", "MPI_INIT_THREAD", "ompi_mpi_init"}) {
+    EXPECT_TRUE(is_startup_function(name)) << name;
+    EXPECT_FALSE(is_shutdown_function(name)) << name;
+  }
+  for (const char* name : {"MPI_Finalize", "PMPI_Finalize", "pmpi_finalize__", "MPI_FINALIZE", "ompi_mpi_finalize"}) {
+    EXPECT_TRUE(is_shutdown_function(name)) << name;
+    EXPECT_FALSE(is_startup_function(name)) << name;
+  }
+  for (const char* name : {"MPI_Initialized", "MPI_Finalized", "MPI_Recv", "", "init", "finalize", "my_finalize"}) {
+    EXPECT_FALSE(is_startup_function(name)) << name;
+    EXPECT_FALSE(is_shutdown_function(name)) << name;
+  }
+}
+
 TEST(Verification, HangShowsNoProgress) {
   // Every target blocked in the same call at both snapshots, one spinning outside MPI.
   EXPECT_FALSE(

@@ -1,10 +1,5 @@
 #include "sampler/path_signature.h"
 
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <string>
-
 #include "parastack/stats/random.h"
 #include "parastack/stats/verification.h"
 
@@ -27,19 +22,7 @@ std::uint64_t hash_name(std::string_view name) {
 }  // namespace
 
 bool is_startup_or_shutdown(std::string_view mpi_function) {
-  std::string name;
-  for (const char c : mpi_function) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (name == "ompi_mpi_init" || name == "ompi_mpi_finalize") return true;
-  if (name.starts_with("pmpi_")) {
-    name.erase(0, 5);
-  } else if (name.starts_with("mpi_")) {
-    name.erase(0, 4);
-  } else {
-    return false;
-  }
-  while (!name.empty() && name.back() == '_') name.pop_back();  // Fortran bindings
-  static constexpr std::array<std::string_view, 3> kStartupOrShutdown{"init", "init_thread", "finalize"};
-  return std::find(kStartupOrShutdown.begin(), kStartupOrShutdown.end(), name) != kStartupOrShutdown.end();
+  return stats::is_startup_function(mpi_function) || stats::is_shutdown_function(mpi_function);
 }
 
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,

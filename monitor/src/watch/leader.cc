@@ -42,8 +42,11 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
   if (d.verdict == stats::Verdict::Unwatched) {
     coverage.unwatched_seconds += span;
     coverage.why_unwatched =
-        "observations came late: the node kept the monitor, or a rank it had to stop, off the CPU, so the time "
-        "before them was not watched";
+        d.observation.serial_end
+            ? "the job's serial end: ranks waited in MPI_Finalize while another worked outside MPI, which no test "
+              "judges (it looks like a rank spinning while the others wait)"
+            : "observations came late: the node kept the monitor, or a rank it had to stop, off the CPU, so the "
+              "time before them was not watched";
     return;
   }
   if (stasis_on || model.ready()) {
@@ -307,6 +310,7 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     bool unread_said = false;
     std::string held_said;  // the last held alarm's reason, until a healthy sample
     bool late_said = false;
+    bool serial_end_said = false;
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
@@ -329,8 +333,15 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
           "example always inside MPI), so a hang cannot be told from this behaviour yet; watching on",
           d.observation.t, d.interval);
     }
+    // Said once a job: its end is not judged, and the log should not look as if it were.
+    if (d.observation.serial_end && !progress->serial_end_said) {
+      progress->serial_end_said = true;
+      log.info(
+          "ranks have finished (MPI_Finalize) while another works outside MPI: the job's serial end is not "
+          "judged (a rank summing up alone looks like one spinning while the others wait); watching on");
+    }
     // Said once a job: a CI node's healthy job was once confirmed hung on samples 20 s apart.
-    if (d.verdict == stats::Verdict::Unwatched && !progress->late_said) {
+    if (d.verdict == stats::Verdict::Unwatched && !d.observation.serial_end && !progress->late_said) {
       progress->late_said = true;
       log.info(
           "an observation came {:.1f} s late (the node kept the monitor, or a rank it had to stop, off the CPU): "

@@ -89,7 +89,9 @@ enum class Verdict {
   Healthy,    // tested: not a suspicion
   Suspicion,  // tested: a suspicion, the streak is still short of k
   Hang,       // the model's alarm (to be verified by the caller): see Decision::evidence
-  Unwatched,  // came too late to be evidence (ModelConfig::late_after): not tested, not learned, streaks end
+  // Came too late to be evidence (ModelConfig::late_after), or in the job's serial end
+  // (Observation::serial_end): not tested, not learned, streaks end.
+  Unwatched,
 };
 std::string_view to_string(Verdict verdict);
 

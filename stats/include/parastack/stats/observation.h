@@ -25,6 +25,14 @@ struct Observation {
   std::uint64_t active_path = 0;
   int active_out = 0;
   int active_ranks = 0;  // how many ranks active_path covers (0 where unknown, as in old traces)
+  // Ranks of the set in MPI_Finalize (set_signature.h): they have done their part of the job and
+  // take part in no more communication. Beside ranks that all wait in MPI they count as known for
+  // active_path, and none of them can be working unseen. 0 in traces without it.
+  int finished = 0;
+  // Some rank finished beside one working outside MPI: the job's serial end (rank 0 summing up its
+  // results while the others wait to finish), a phase no model has learned, which may be long and
+  // still. Such an observation is no evidence and is not learned (HangModel). False in old traces.
+  bool serial_end = false;
   // The progress library's counts were read (RankSnapshot::mpi_completed) and every rank that could
   // be placed had one: no rank of the set waits where its stack cannot say whether it works, so
   // the active ranks are all there is to watch, and a rank that completes MPI calls moves even at

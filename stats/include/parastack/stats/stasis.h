@@ -122,7 +122,8 @@ class StasisModel {
   // previous one was not watched, and the job may not have run in it. Every run ends here and is
   // not learned (a hang that stood through the gap must show itself again while watched; a job
   // its node did not run must not teach the model that standing still is normal); the next run
-  // may start from this observation. Nothing fires on it.
+  // may start from this observation. Nothing fires on it. observe() treats an observation of the
+  // job's serial end (Observation::serial_end) so too.
   StasisDecision observe_late(const Observation& observation);
   // The caller's verification saw the job move at progress_at (or found I/O: +infinity). The still
   // observations up to then are dropped, not learned; the later ones start the run again.

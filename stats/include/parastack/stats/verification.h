@@ -57,6 +57,13 @@ struct RankSnapshot {
 
 // MPI_Test / PMPI_Test / mpi_test_ / MPI_TESTALL ... and MPI_Iprobe: the calls a waiting loop polls.
 bool is_polling_function(std::string_view mpi_function);
+// MPI_Init and MPI_Init_thread in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT_THREAD), and Open
+// MPI's ompi_mpi_init: a rank there waits for the job's other ranks to start.
+bool is_startup_function(std::string_view mpi_function);
+// MPI_Finalize in any spelling, and Open MPI's ompi_mpi_finalize, which MPI_Finalize tail-jumps
+// into (so no MPI_Finalize frame is left): a rank there has done its part of the job and waits for
+// the others to finish theirs. It takes part in no more communication of the application.
+bool is_shutdown_function(std::string_view mpi_function);
 
 struct ProgressEvidence {
   std::size_t rank_index;  // index into the series given
