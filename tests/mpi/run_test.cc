@@ -1048,6 +1048,31 @@ TEST(Run, WithTheProgressLibraryADeadlockAtTheFirstMpiCallIsFound) {
   expect_communication_hang_found(run, 1, 60, report);
 }
 
+// The same job without the library is never watched (docs/statistics.md, Known limits), and the
+// log says so, and why, after a minute of it, not only at the job's end: a user waiting for a
+// verdict on a test job learns that none can come, and what would change that. The job is then
+// ended from outside (its launcher and ranks get SIGTERM, as from a user's scancel), and the report
+// says it was never watched.
+TEST(Run, AJobHungAtItsFirstMpiCallSaysWithinAMinuteThatItIsNotWatched) {
+  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("deadlock", 1, 0)));
+  const auto deadline = std::chrono::steady_clock::now() + 150s;
+  const auto said = [&] { return run.log().find("not watched for the last") != std::string::npos; };
+  while (!said() && run.process().running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(said()) << tail(run.log());
+  const std::string log = run.log();
+  const std::string notice = log.substr(log.find("not watched for the last"));
+  EXPECT_NE(notice.substr(0, notice.find('\n')).find("--mpi-progress"), std::string::npos) << notice;
+  for (pid_t pid : run.process().descendants()) ::kill(pid, SIGTERM);
+  run.wait(60s);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_NE(report["verdict"], "hang");
+  EXPECT_EQ(report["coverage"]["watched_seconds"].get<double>(), 0.0) << report["coverage"].dump();
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // The classic first test program at 4 ranks: two ranks receive from each other, the other two
 // finish and wait in MPI_Finalize. A rank there has done its part (stats/set_signature.h,
 // Observation::finished): beside it nobody can be working unseen, so with the library the

@@ -27,12 +27,15 @@ using namespace std::chrono_literals;
 
 // When to tell the user that no model could be built yet (seconds of watching).
 constexpr double kUnbuiltWarning = 300;
+// How long no test can fire before the log says so and why (a test job hung at its first MPI
+// call would otherwise look watched until the warning above, or its end).
+constexpr double kUnwatchedNotice = 60;
 // How long no sampled rank can be read before the log says so.
 constexpr double kUnreadNotice = 10;
 
-// Whether a test could have fired at this decision, and the time since the previous one counted as
-// watched or not (RunReport::coverage).
-void account_coverage(Coverage& coverage, const stats::HangModel& model, const stats::Decision& d, double& last_t) {
+// Whether a test could have fired at this decision (returned), and the time since the previous one
+// counted as watched or not (RunReport::coverage).
+bool account_coverage(Coverage& coverage, const stats::HangModel& model, const stats::Decision& d, double& last_t) {
   const auto& st = d.stasis;
   const bool stasis_on = model.config().stasis.enabled && (st.early_applies || st.first_bound < 1);
   if (stasis_on && !coverage.stasis_since) coverage.stasis_since = d.observation.t;
@@ -47,23 +50,27 @@ void account_coverage(Coverage& coverage, const stats::HangModel& model, const s
               "judges (it looks like a rank spinning while the others wait)"
             : "observations came late: the node kept the monitor, or a rank it had to stop, off the CPU, so the "
               "time before them was not watched";
-    return;
+    return false;
   }
   if (stasis_on || model.ready()) {
     coverage.watched_seconds += span;
-    return;
+    return true;
   }
   coverage.unwatched_seconds += span;
   // Without MPI's own counts a job standing still from its start cannot be told from a loop around
   // one MPI call (stasis.h); say what would tell them apart.
+  // Paths that were read but never changed are held in one still run, not learned as pairs: they
+  // were read all the same.
+  const bool paths_read = st.pairs > 0 || st.known || st.early_streak > 0;
   coverage.why_unwatched =
-      st.pairs == 0 ? "the S model is not built yet and the ranks' call paths could not be read"
+      !paths_read ? "the S model is not built yet and the ranks' call paths could not be read"
       : d.observation.counted
           ? "the S model is not built yet (the sampled states do not vary randomly) and the ranks' call paths have "
             "not shown movement yet"
           : "the S model is not built yet (the sampled states do not vary randomly) and the ranks' call paths have "
             "not shown movement yet (with the MPI progress library, --mpi-progress or mpi-progress=on, MPI's own "
             "call counts would show it from the first sample)";
+  return false;
 }
 
 Clock::duration seconds(double s) {
@@ -311,6 +318,8 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
     std::string held_said;  // the last held alarm's reason, until a healthy sample
     bool late_said = false;
     bool serial_end_said = false;
+    std::optional<double> unwatched_since;  // since when no test could fire, when none can now
+    bool unwatched_said = false;
   };
   auto progress = std::make_shared<Progress>();
   stats::WatchdogHooks hooks;
@@ -320,7 +329,18 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       hang_episode = false;
       progress->held_said.clear();
     }
-    account_coverage(report.coverage, watchdog.model(), d, progress->last_decision_t);
+    const bool watched = account_coverage(report.coverage, watchdog.model(), d, progress->last_decision_t);
+    // Said once a job, for a stretch in which nothing could fire for other reasons than lateness or
+    // the serial end (said on their own): what the report will say, while it can still help.
+    if (watched || d.verdict == stats::Verdict::Unwatched) {
+      progress->unwatched_since.reset();
+    } else if (!progress->unwatched_since) {
+      progress->unwatched_since = d.observation.t;
+    } else if (!progress->unwatched_said && d.observation.t - *progress->unwatched_since >= kUnwatchedNotice) {
+      progress->unwatched_said = true;
+      log.info("not watched for the last {:.0f} s: {}; watching on", d.observation.t - *progress->unwatched_since,
+               report.coverage.why_unwatched);
+    }
     if (!progress->ready_logged && watchdog.model().ready()) {
       progress->ready_logged = true;
       log.info("model built after {:.1f} s (I = {} s); testing every sample from now on", d.observation.t, d.interval);
