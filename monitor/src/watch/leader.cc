@@ -57,11 +57,11 @@ bool account_coverage(Coverage& coverage, const stats::HangModel& model, const s
     return true;
   }
   coverage.unwatched_seconds += span;
-  // Without MPI's own counts a job standing still from its start cannot be told from a loop around
-  // one MPI call (stasis.h); say what would tell them apart.
   // Paths that were read but never changed are held in one still run, not learned as pairs: they
   // were read all the same.
   const bool paths_read = st.pairs > 0 || st.known || st.early_streak > 0;
+  // Without MPI's own counts a job standing still from its start cannot be told from a loop around
+  // one MPI call (stasis.h); say what would tell them apart.
   coverage.why_unwatched =
       !paths_read ? "the S model is not built yet and the ranks' call paths could not be read"
       : d.observation.counted
