@@ -109,7 +109,6 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
   if (auto serial_end = json.find("serial_end"); serial_end != json.end()) {
     if (!serial_end->is_boolean()) return TraceError{"\"serial_end\" must be true or false"};
     observation.serial_end = serial_end->get<bool>();
-    if (observation.serial_end && observation.finished == 0) return TraceError{"\"serial_end\" needs finished ranks"};
   }
   return observation;
 }

@@ -170,6 +170,8 @@ Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, double 
                           std::vector<RankSnapshot> targets) {
   Observation observation = signatures_.observe(t, set, targets);
   observation.late_by = late_by;
+  if (observation.finished > 0) finished_seen_at_ = t;
+  observation.serial_end |= serial_end_;
   const Decision decision = model_.observe(observation);
   ++observations_;
   if (hooks.on_decision) hooks.on_decision(decision);
@@ -481,6 +483,27 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
     return finding;
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
+  // Ranks at work outside MPI in every check while sampled ranks waited in MPI_Finalize during
+  // the evidence: the job's serial end (rank 0 summing up while the others wait to finish), which
+  // stacks cannot tell from a spin. Not judged, from now to the job's end. A rank blocked in MPI
+  // beside finished ones (a message never sent) is no rank at work, and stays a hang.
+  if (!finding.faulty_ranks.empty() && finished_seen_at_ >= finding.decision.onset()) {
+    serial_end_ = true;
+    std::string working;
+    for (std::size_t i = 0; i < finding.faulty_ranks.size() && i < 3; ++i) {
+      working += (i > 0 ? ", " : "") + std::to_string(finding.faulty_ranks[i]);
+    }
+    if (finding.faulty_ranks.size() > 3) working += " and " + std::to_string(finding.faulty_ranks.size() - 3) + " more";
+    moved.emplace();
+    moved->alarm = Alarm{.decision = finding.decision,
+                         .slowdown = true,
+                         .withdrawn = true,
+                         .serial_end = true,
+                         .evidence = "sampled ranks wait in MPI_Finalize while rank(s) " + working +
+                                     " work outside MPI in every check of all ranks"};
+    moved->progress_at = times.back();
+    return finding;
+  }
   return finding;
 }
 

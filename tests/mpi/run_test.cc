@@ -1126,6 +1126,28 @@ TEST(Run, ARankWorkingAloneWhileTheOthersFinishIsNotAHang) {
   EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
 }
 
+// The same serial end in a job too large to sample whole (24 ranks: two sets of 10, `--seed 1`
+// puts rank 0 in one of them): the set without rank 0 sees only ranks in MPI_Finalize, S = 0,
+// and raises an alarm, which the checks of all ranks, finding rank 0 at work beside them, withdraw
+// as the job's serial end (stats::Watchdog); the set with rank 0 is in the serial end by itself.
+// Until 2026-12-01 the 4-rank fix alone left this job to be killed as rank 0's computation hang.
+TEST(Run, ARankWorkingAloneWhileTwentyThreeOthersFinishIsNotAHang) {
+  WatchedRun run(
+      {"--seed", "1", "--log-level", "debug"},
+      mpirun(24, {test_program("ps_finale"), "--healthy-seconds", "5", "--end", "serial", "--serial-seconds", "30"}));
+  ASSERT_EQ(run.wait(240s), 0) << tail(run.log());
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  EXPECT_NE(log.find("is the job's serial end (sampled ranks wait in MPI_Finalize while rank(s) 0 work"),
+            std::string::npos)
+      << tail(log);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_GE(report["coverage"]["unwatched_seconds"].get<double>(), 20.0) << report["coverage"].dump();
+  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
+}
+
 // LAMMPS (Debian's lmp, built against Open MPI): a real application this project did not write.
 // The classic Lennard-Jones melt: every step computes forces locally and exchanges ghost atoms.
 // (hpcc was tried first and is a poor subject: its opening RandomAccess phases keep every rank

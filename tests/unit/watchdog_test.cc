@@ -261,5 +261,93 @@ TEST(Watchdog, AJobTheNodeStoppedRunningIsNotJudgedOnSamplesThatCameLate) {
   EXPECT_LT(confirmed->confirmed_at, 130);
 }
 
+// A job of 30 ranks (two sampled sets of 10) that computes or waits in MPI at random, a fresh draw
+// every 0.1 s, until `end`; then every rank but `last` waits in MPI_Finalize for good, and `last`
+// either works on alone outside MPI (the job's serial end, healthy: it would finish by itself) or
+// waits in MPI_Recv for a message a finished rank never sent (the last-message hang).
+class JobEnd : public JobProbe {
+ public:
+  JobEnd(double end, int last, bool working) : end_(end), last_(last), working_(working) {}
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < end_ + 600;
+  }
+  std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<RankSnapshot> states;
+    const auto tick = static_cast<std::uint64_t>(t_ / 0.1);
+    for (int rank : ranks) {
+      if (t_ >= end_ && rank == last_) {
+        states.push_back(working_ ? RankSnapshot{RankState::OutMpi, {}, 0x700}
+                                  : RankSnapshot{RankState::InMpi, "MPI_Recv", 0x710});
+      } else if (t_ >= end_) {
+        states.push_back({RankState::InMpi, "MPI_Finalize", 0});
+      } else if (to_unit(mix64(mix64(static_cast<std::uint64_t>(rank)) ^ tick)) < 0.5) {
+        states.push_back({RankState::OutMpi, {}, 0x100 + tick % 3});
+      } else {
+        states.push_back({RankState::InMpi, "MPI_Allreduce", 0x200 + tick % 7});
+      }
+    }
+    return states;
+  }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
+
+ private:
+  double end_;
+  int last_;
+  bool working_;
+  double t_ = 0;
+};
+
+// The serial end of a job too large to sample whole: whether or not the working rank is in a
+// sampled set, the job is never confirmed hung. A set without it sees only finished ranks (S = 0)
+// and raises an alarm; the checks of all ranks find the rank at work beside them, and from then on
+// the job's end is not judged (a set with it is in the serial end by itself, set_signature.h). A rank blocked in MPI
+// beside the finished ones instead is a hang, of communication, in both cases.
+TEST(Watchdog, AJobsSerialEndIsNotJudgedAndALastMessageNeverSentIsAHang) {
+  constexpr double kEnd = 300;
+  const Watchdog layout(WatchdogConfig{}, 30, 5);
+  const auto& sets = layout.sets();
+  const auto sampled = [&](int rank) {
+    return std::any_of(sets.begin(), sets.end(),
+                       [&](const std::vector<int>& s) { return std::find(s.begin(), s.end(), rank) != s.end(); });
+  };
+  int inside = 0, outside = 0;
+  while (!sampled(inside)) ++inside;
+  while (sampled(outside)) ++outside;
+  for (const int last : {inside, outside}) {
+    SCOPED_TRACE(sampled(last) ? "the last rank is sampled" : "the last rank is not sampled");
+    {
+      JobEnd probe(kEnd, last, true);
+      std::vector<Alarm> alarms;
+      int unwatched_after = 0, judged_after = 0;
+      WatchdogHooks hooks;
+      hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+      hooks.on_decision = [&](const Decision& d) {
+        if (d.observation.t < kEnd + 60) return;  // the end's first minute: recognised by then
+        (d.verdict == Verdict::Unwatched ? unwatched_after : judged_after) += 1;
+      };
+      Watchdog watchdog(WatchdogConfig{}, 30, 5);
+      const auto finding = watchdog.watch(probe, hooks);
+      EXPECT_FALSE(finding.has_value()) << "a healthy serial end confirmed as a hang of rank(s) "
+                                        << (finding && !finding->faulty_ranks.empty() ? finding->faulty_ranks[0] : -1);
+      EXPECT_GT(unwatched_after, 0);
+      EXPECT_EQ(judged_after, 0) << "the serial end was judged after its first minute";
+      // The set without the working rank: its alarm goes to the checks of all ranks (reported
+      // first, not a slowdown), which withdraw it.
+      ASSERT_FALSE(alarms.empty()) << "the set of finished ranks never raised an alarm: the test tests nothing";
+      EXPECT_TRUE(alarms.back().serial_end && alarms.back().slowdown && alarms.back().withdrawn);
+      EXPECT_NE(alarms.back().evidence.find("MPI_Finalize"), std::string::npos) << alarms.back().evidence;
+      EXPECT_NE(alarms.back().evidence.find("rank(s) " + std::to_string(last) + " work"), std::string::npos)
+          << alarms.back().evidence;
+    }
+    JobEnd probe(kEnd, last, false);
+    const auto finding = Watchdog(WatchdogConfig{}, 30, 5).watch(probe);
+    ASSERT_TRUE(finding.has_value()) << "the last message never sent was not found";
+    EXPECT_EQ(finding->type(), HangType::Communication);
+    EXPECT_GE(finding->decision.onset(), kEnd - 1);
+  }
+}
+
 }  // namespace
 }  // namespace parastack::stats

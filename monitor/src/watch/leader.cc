@@ -398,7 +398,11 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
   };
   hooks.on_alarm = [&, progress](const stats::Alarm& alarm) {
     if (!alarm.withdrawn) ++report.alarms;  // a withdrawn alarm was counted when it was raised
-    if (alarm.slowdown) {
+    if (alarm.serial_end) {
+      // No slowdown: the job is ending, and the report's coverage says that its end went unwatched.
+      log.info("alarm at t={:.1f} s is the job's serial end ({}): not judged from now on; watching on",
+               alarm.decision.observation.t, alarm.evidence);
+    } else if (alarm.slowdown) {
       ++report.slowdowns;
       if (report.slowdown_evidence.size() < 20) report.slowdown_evidence.push_back(alarm.evidence);
       if (alarm.held) {

@@ -29,9 +29,11 @@ struct Observation {
   // take part in no more communication. Beside ranks that all wait in MPI they count as known for
   // active_path, and none of them can be working unseen. 0 in traces without it.
   int finished = 0;
-  // Some rank finished beside one working outside MPI: the job's serial end (rank 0 summing up its
-  // results while the others wait to finish), a phase no model has learned, which may be long and
-  // still. Such an observation is no evidence and is not learned (HangModel). False in old traces.
+  // The job's serial end (rank 0 summing up its results while the others wait to finish), a phase
+  // no model has learned, which may be long and still: some rank of the set finished beside one at
+  // work outside MPI, or the watchdog has found the job there (Watchdog: ranks at work in every
+  // check of all ranks beside finished ones). Such an observation is no evidence and is not
+  // learned (HangModel). False in old traces.
   bool serial_end = false;
   // The progress library's counts were read (RankSnapshot::mpi_completed) and every rank that could
   // be placed had one: no rank of the set waits where its stack cannot say whether it works, so

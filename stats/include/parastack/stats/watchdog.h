@@ -86,6 +86,9 @@ struct Alarm {
   // The same alarm again, confirmed and then taken back while all ranks were being checked: a
   // debugger took ranks (held is then set), or the job moved. It is not a new alarm.
   bool withdrawn = false;
+  // Not a slowdown either: the job's serial end (Watchdog::serial_end_), not judged from now on.
+  // slowdown is set too (it is no hang).
+  bool serial_end = false;
   std::string evidence;  // why it was judged a slowdown ("rank 12: MPI_Wait -> MPI_Allreduce")
 };
 
@@ -189,6 +192,13 @@ class Watchdog {
   std::deque<WorkMark> work_marks_;
   void mark_work(JobProbe& probe);
   std::uint64_t observations_ = 0;
+  // The job's serial end (Observation::serial_end), recognised across the job: the checks of all
+  // ranks found ranks at work outside MPI while sampled ranks waited in MPI_Finalize. From then on
+  // every observation is one of the serial end. A set that holds no rank at work sees only
+  // finished ranks there (S = 0), which the model takes for a hang; only those checks, which see
+  // every rank, can tell.
+  bool serial_end_ = false;
+  double finished_seen_at_ = -std::numeric_limits<double>::infinity();  // the latest observation with finished ranks
 };
 
 }  // namespace parastack::stats
