@@ -142,6 +142,33 @@ TEST(Simulator, APollingCodeInAPhaseOfNearlyNoWorkIsNotAHang) {
   }
 }
 
+// A job's end: healthy jobs end with rank 0 alone outside MPI while the others wait in
+// MPI_Finalize, which is no hang however long; the last message never sent is one, of
+// communication. Several jobs, so that rank 0 is in a sampled set in some and not in others.
+TEST(Simulator, ASerialEndIsNoHangAndALastMessageNeverSentIsOne) {
+  CampaignConfig config;
+  const auto shape = shape_named("job-ends");
+  const SyntheticJob ending(shape, 1, 1200, {});
+  double serial_from = 0;
+  while (!(ending.is_out(0, serial_from) && ending.snapshot(1, serial_from).mpi_function == "MPI_Finalize")) {
+    serial_from += 0.5;
+  }
+  EXPECT_GE(1200 - serial_from, shape.serial_end_min_seconds - 1);
+  EXPECT_LE(1200 - serial_from, shape.serial_end_max_seconds + 1);
+  EXPECT_EQ(ending.snapshot(1, 1199).path, 0u);
+  EXPECT_FALSE(ending.is_out(63, 1199));
+  int with_alarms = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto healthy = run_job(shape, 0, config, seed, 1200, {});
+    EXPECT_FALSE(healthy.false_alarm) << "seed " << seed << ": killed at " << healthy.false_alarm_at << " s";
+    with_alarms += healthy.healthy_alarms > 0 ? 1 : 0;
+    const auto hung = run_job(shape, 0, config, seed, 1500, Fault{FaultKind::Deadlock, 900, {}});
+    EXPECT_TRUE(hung.detected) << "seed " << seed;
+    EXPECT_TRUE(hung.type_correct) << "seed " << seed;
+  }
+  EXPECT_GT(with_alarms, 0) << "no serial end raised an alarm: the checks of all ranks were never tested";
+}
+
 TEST(Simulator, DeadlockIsReportedAsCommunicationError) {
   CampaignConfig config;
   const auto hung = run_job(shape_named("stencil-1ms"), 0, config, 3, 5000, Fault{FaultKind::Deadlock, 1500, {}});

@@ -30,9 +30,10 @@ std::vector<PlannedJob> plan_jobs(const std::vector<WorkloadShape>& shapes, cons
   for (int s = 0; s < static_cast<int>(shapes.size()); ++s) {
     SplitMix rng(mix64(config.seed) ^ mix64(static_cast<std::uint64_t>(s) + 1));
     double planned = 0;
+    const double min_hours = shapes[s].min_job_hours > 0 ? shapes[s].min_job_hours : config.min_job_hours;
+    const double max_hours = shapes[s].max_job_hours > 0 ? shapes[s].max_job_hours : config.max_job_hours;
     while (planned < config.healthy_hours_per_shape * 3600) {
-      const double hours =
-          config.min_job_hours * std::exp(rng.uniform() * std::log(config.max_job_hours / config.min_job_hours));
+      const double hours = min_hours * std::exp(rng.uniform() * std::log(max_hours / min_hours));
       const double seconds = std::min(hours * 3600, config.healthy_hours_per_shape * 3600 - planned + 1);
       jobs.push_back({s, rng.next(), std::max(seconds, 60.0), Fault{}});
       planned += jobs.back().duration;

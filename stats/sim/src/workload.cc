@@ -28,6 +28,10 @@ constexpr std::array<const char*, 5> kRegularCalls{"MPI_Waitall", "MPI_Allreduce
 constexpr std::uint64_t kComputePath = 0x1000;
 std::uint64_t call_path(int call) { return 0x2000 + static_cast<std::uint64_t>(call + 8); }
 constexpr std::uint64_t kCheckpointPath = 0x4000;
+constexpr std::uint64_t kSerialEndPath = 0x5000;  // rank 0 summing up alone
+
+// A rank in MPI_Finalize has no path (the sampler gives it none).
+stats::RankSnapshot finished_snapshot() { return {stats::RankState::InMpi, "MPI_Finalize", 0}; }
 
 std::string call_name(int call) {
   if (call == kTest) return "MPI_Test";
@@ -50,7 +54,16 @@ std::string_view to_string(FaultKind kind) {
 }
 
 SyntheticJob::SyntheticJob(const WorkloadShape& shape, std::uint64_t seed, double duration_seconds, Fault fault)
-    : shape_(shape), seed_(mix64(seed)), duration_(duration_seconds), fault_(std::move(fault)) {
+    : shape_(shape),
+      seed_(mix64(seed)),
+      duration_(duration_seconds),
+      fault_(std::move(fault)),
+      serial_end_at_(std::numeric_limits<double>::infinity()) {
+  if (fault_.kind == FaultKind::None && shape_.serial_end_max_seconds > 0) {
+    const double length = shape_.serial_end_min_seconds +
+                          uniform(6, 0, 0) * (shape_.serial_end_max_seconds - shape_.serial_end_min_seconds);
+    serial_end_at_ = std::max(0.0, duration_ - length);
+  }
   // Poisson arrivals of straggler slowdowns, noise bursts and checkpoints, never overlapping.
   SplitMix rng(seed_ ^ 0x51ed0a11ULL);
   const double per_hour = shape_.slowdowns_per_hour + shape_.noise_per_hour + shape_.checkpoints_per_hour;
@@ -156,6 +169,10 @@ stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
   if (was.computing && t < fault_.onset + was.compute_left) {
     return {stats::RankState::OutMpi, {}, kComputePath};
   }
+  if (fault_.kind == FaultKind::Deadlock && shape_.last_message_deadlocks) {
+    return rank == 0 ? stats::RankSnapshot{stats::RankState::InMpi, call_name(kRecv), call_path(kRecv)}
+                     : finished_snapshot();
+  }
   if (shape_.busy_wait) return waiting_snapshot(rank, 0, t);
   if (fault_.kind == FaultKind::Deadlock) {
     const std::array<int, 3> calls{kRecv, 0, 1};
@@ -168,6 +185,8 @@ stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
 
 stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
   if (fault_.kind != FaultKind::None && t >= fault_.onset) return hung_snapshot(rank, t);
+  if (t >= serial_end_at_)
+    return rank == 0 ? stats::RankSnapshot{stats::RankState::OutMpi, {}, kSerialEndPath} : finished_snapshot();
   const Moment m = moment(t);
   if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) {
     return {stats::RankState::InMpi, "MPI_File_write_all", kCheckpointPath};
@@ -181,6 +200,7 @@ bool SyntheticJob::is_out(int rank, double t) const {
   if (fault_.kind != FaultKind::None && t >= fault_.onset) {
     return hung_snapshot(rank, t).state == stats::RankState::OutMpi;
   }
+  if (t >= serial_end_at_) return rank == 0;
   const Moment m = moment(t);
   if (m.slowdown && m.slowdown->kind == Slowdown::Kind::Checkpoint) return false;
   const Position p = position(rank, m.app_time, m.slowdown);
@@ -281,6 +301,20 @@ std::vector<WorkloadShape> standard_shapes() {
        .description = "0.2 s cycles, 2 collective checkpoints/h of 10-120 s in MPI_File_write_all",
        .phases = {{0.2, 0.65}},
        .checkpoints_per_hour = 2},
+      // How jobs end (docs/statistics.md, "A job's end"): short jobs, each ending with a serial end
+      // in which rank 0 works alone while the others wait in MPI_Finalize (sampled or not: 20 of
+      // 64 ranks are), and deadlocks that are the last message never sent.
+      {.name = "job-ends",
+       .description = "64 ranks, 0.2 s cycles; jobs of 5 min-2 h ending in 5-600 s of rank 0 alone beside "
+                      "MPI_Finalize; deadlocks: a last message never sent",
+       .ranks = 64,
+       .ranks_per_node = 16,
+       .phases = {{0.2, 0.6}},
+       .serial_end_min_seconds = 5,
+       .serial_end_max_seconds = 600,
+       .last_message_deadlocks = true,
+       .min_job_hours = 5.0 / 60,
+       .max_job_hours = 2},
   };
 }
 

@@ -50,6 +50,15 @@ struct WorkloadShape {
   bool poll_every_call = false;                // every MPI call is a polling loop (all-polling codes)
   // Hang onsets for this shape, uniform in [min, max) seconds; negative: the campaign's default.
   double onset_min_seconds = -1, onset_max_seconds = -1;
+  // A job's end (docs/statistics.md, "A job's end"): a healthy job's last seconds, uniform in
+  // [min, max), are its serial end, rank 0 computing alone at one place while every other rank
+  // waits in MPI_Finalize (no I/O: the pessimistic side). 0: jobs end without one.
+  double serial_end_min_seconds = 0, serial_end_max_seconds = 0;
+  // Deadlocks are the last message never sent: from the onset every rank but 0 waits in
+  // MPI_Finalize and rank 0 in an MPI_Recv, for good.
+  bool last_message_deadlocks = false;
+  // Healthy job lengths, hours, log-uniform between them; 0: the campaign's.
+  double min_job_hours = 0, max_job_hours = 0;
 };
 
 enum class FaultKind { None, Computation, Deadlock };
@@ -111,6 +120,7 @@ class SyntheticJob {
   std::vector<Slowdown> slowdowns_;
   std::vector<double> warp_before_;        // app-time lost before each slowdown starts
   std::vector<double> checkpoint_before_;  // checkpoint seconds before each slowdown starts
+  double serial_end_at_;                   // when a healthy job's serial end begins (infinity: none)
 };
 
 // The workload shapes of the benchmark campaign (docs/statistics.md describes each).
