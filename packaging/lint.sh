@@ -38,7 +38,10 @@ for f in "${files[@]}"; do [[ $f == *.cc ]] && grep -q "\"file\": \".*/$f\"" "$b
 if [ ${#sources[@]} -gt 0 ]; then
   echo "== clang-tidy: ${#sources[@]} file(s)"
   # The compile commands are GCC's: clang need not know every warning option in them (-Wno-restrict).
-  clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option "${sources[@]}" 2>/dev/null || status=1
+  # One clang-tidy per core, a few files each (each prints its findings as it ends a file).
+  printf '%s\0' "${sources[@]}" |
+    xargs -0 -n 3 -P "$(nproc)" clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option 2>/dev/null ||
+    status=1
 fi
 [ $status -eq 0 ] && echo "lint: clean"
 exit $status
