@@ -502,7 +502,6 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
                          .evidence = "sampled ranks wait in MPI_Finalize while rank(s) " + working +
                                      " work outside MPI in every check of all ranks"};
     moved->progress_at = times.back();
-    return finding;
   }
   return finding;
 }

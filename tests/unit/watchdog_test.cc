@@ -13,6 +13,14 @@
 namespace parastack::stats {
 namespace {
 
+// A healthy rank at one 0.1-s tick: computing or waiting in MPI at random, a fresh draw each tick,
+// at call sites that move.
+RankSnapshot computes_or_waits(int rank, std::uint64_t tick) {
+  if (to_unit(mix64(mix64(static_cast<std::uint64_t>(rank)) ^ tick)) < 0.5)
+    return {RankState::OutMpi, {}, 0x100 + tick % 3};
+  return {RankState::InMpi, "MPI_Allreduce", 0x200 + tick % 7};
+}
+
 // Four ranks that compute or wait in MPI at random, a fresh draw every 0.1 s, until `before`.
 // Then every rank waits in MPI, still moving between call sites (S = 0, no stasis), until
 // `onset`, when all of them block in one MPI_Recv for good: a deadlock whose S streak began just
@@ -29,16 +37,13 @@ class LookAlikeThenDeadlock : public JobProbe {
     std::vector<RankSnapshot> states;
     const auto tick = static_cast<std::uint64_t>(t_ / 0.1);
     for (int rank : ranks) {
-      const auto r = static_cast<std::uint64_t>(rank);
       if (t_ >= onset_) {
         states.push_back({RankState::InMpi, "MPI_Recv", 0x600});
       } else if (t_ >= before_) {
         states.push_back(tick % 2 ? RankSnapshot{RankState::InMpi, "MPI_Allreduce", 0x200 + tick % 7}
                                   : RankSnapshot{RankState::InMpi, "MPI_Waitall", 0x300 + tick % 5});
-      } else if (to_unit(mix64(mix64(r) ^ tick)) < 0.5) {
-        states.push_back({RankState::OutMpi, {}, 0x100 + tick % 3});
       } else {
-        states.push_back({RankState::InMpi, "MPI_Allreduce", 0x200 + tick % 7});
+        states.push_back(computes_or_waits(rank, tick));
       }
     }
     return states;
@@ -282,10 +287,8 @@ class JobEnd : public JobProbe {
                                   : RankSnapshot{RankState::InMpi, "MPI_Recv", 0x710});
       } else if (t_ >= end_) {
         states.push_back({RankState::InMpi, "MPI_Finalize", 0});
-      } else if (to_unit(mix64(mix64(static_cast<std::uint64_t>(rank)) ^ tick)) < 0.5) {
-        states.push_back({RankState::OutMpi, {}, 0x100 + tick % 3});
       } else {
-        states.push_back({RankState::InMpi, "MPI_Allreduce", 0x200 + tick % 7});
+        states.push_back(computes_or_waits(rank, tick));
       }
     }
     return states;
