@@ -121,6 +121,42 @@ TEST(Simulator, HealthyJobRaisesNoAlarmAndHangIsFoundWithItsFaultyRank) {
   EXPECT_DOUBLE_EQ(hung.faulty_precision, 1.0);
 }
 
+// A hang's delay splits into when the evidence that fired began, the evidence, and verification with
+// the checks. In a 10-s step a rank that freezes at the step's start is invisible until the others
+// finish their own 8.1-8.9 s of work and block: most of slow-10s's delay is that wait, before any
+// evidence can begin (docs/statistics.md, Known limits, "Long cycles").
+TEST(Simulator, WhereAHangsDelayGoesAddsUpToItAndSaysWhichTestFired) {
+  CampaignConfig config;
+  // Every rank computes at 1 s into the step (a cycle starts with at most 1 s in the last call).
+  const auto slow =
+      run_job(shape_named("slow-10s"), 0, config, 11, 1801 + 3600, Fault{FaultKind::Computation, 1801, {7}});
+  const auto fast =
+      run_job(shape_named("stencil-1ms"), 0, config, 12, 1800 + 3600, Fault{FaultKind::Deadlock, 1800, {}});
+  for (const auto* hung : {&slow, &fast}) {
+    ASSERT_TRUE(hung->detected);
+    EXPECT_NE(hung->evidence, stats::Evidence::None);
+    EXPECT_GT(hung->evidence_seconds, 0);
+    EXPECT_GT(hung->checks_seconds, 0);
+    EXPECT_NEAR(hung->evidence_began + hung->evidence_seconds + hung->checks_seconds, hung->delay, 1e-9);
+  }
+  EXPECT_GT(slow.evidence_began, 7.0);  // the earliest any other rank finishes its step
+  EXPECT_LT(fast.evidence_began, 0.5);  // 1 ms steps: everyone blocks at once
+
+  const auto summaries = run_campaign({shape_named("stencil-1ms")}, [] {
+    CampaignConfig c;
+    c.healthy_hours_per_shape = 0;
+    c.hangs_per_shape = 3;
+    return c;
+  }());
+  ASSERT_EQ(summaries.size(), 1u);
+  const auto& s = summaries[0];
+  EXPECT_EQ(s.fired_by_fraction + s.fired_by_stasis + s.fired_by_early_stasis, s.detected);
+  EXPECT_EQ(s.evidence_seconds.size(), static_cast<std::size_t>(s.detected));
+  const auto table = format_delay_table(summaries);
+  EXPECT_NE(table.find("| stencil-1ms | " + std::to_string(s.detected) + " | "), std::string::npos) << table;
+  EXPECT_NE(table.find("| **all** | "), std::string::npos) << table;
+}
+
 // A healthy polling code in a phase of almost no work sits in MPI_Test nearly all the time, a low S
 // its model (learned in the busier phase) never saw, for minutes: the S test raises alarms, and
 // only the ranks' moves from one polling loop to another, seen in verification, show that their

@@ -159,6 +159,10 @@ int run_campaigns(const SimulateOptions& options) {
         config.model.initial_interval, config.sampled_ranks, config.model.sets,
         static_cast<unsigned long long>(config.seed));
     std::fputs(sim::format_summary_table(summaries).c_str(), stdout);
+    std::fputs(("\nwhere the delay goes (per hang the three parts add up to its delay; their medians need not):\n\n" +
+                sim::format_delay_table(summaries))
+                   .c_str(),
+               stdout);
     std::fputs(format_failures(summaries, options, mode->evidence_of_today).c_str(), stdout);
     std::printf("\n(simulated in %.1f s of wall time)\n", seconds);
     std::fflush(stdout);

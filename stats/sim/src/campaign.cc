@@ -117,6 +117,21 @@ stats::WatchdogConfig watchdog_config(const CampaignConfig& config) {
   return watchdog;
 }
 
+// When the evidence that fired began (Decision::onset is the earliest of every test running).
+double evidence_onset(const stats::Decision& d) {
+  switch (d.evidence) {
+    case stats::Evidence::Fraction:
+      return d.streak_onset;
+    case stats::Evidence::Stasis:
+      return d.stasis.streak_onset;
+    case stats::Evidence::EarlyStasis:
+      return d.stasis.early_onset;
+    case stats::Evidence::None:
+      break;
+  }
+  return d.onset();
+}
+
 JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const CampaignConfig& config, std::uint64_t job_seed,
                      double duration_seconds, Fault fault, std::vector<stats::Observation>* trace) {
   JobOutcome outcome;
@@ -159,6 +174,11 @@ JobOutcome watch_job(const WorkloadShape& shape, int shape_index, const Campaign
     }
     outcome.detected = true;
     outcome.delay = confirmed_at - fault.onset;
+    const stats::Decision& fired = finding->decision;
+    outcome.evidence = fired.evidence;
+    outcome.evidence_began = evidence_onset(fired) - fault.onset;
+    outcome.evidence_seconds = fired.observation.t - evidence_onset(fired);
+    outcome.checks_seconds = confirmed_at - fired.observation.t;
     const auto& reported = finding->faulty_ranks;
     outcome.type_correct = finding->type() == (fault.kind == FaultKind::Computation ? stats::HangType::Computation
                                                                                     : stats::HangType::Communication);
@@ -238,6 +258,12 @@ std::vector<ShapeSummary> run_campaign(const std::vector<WorkloadShape>& shapes,
     }
     if (o.detected) {
       s.all_delays.push_back(o.delay);
+      s.evidence_began.push_back(o.evidence_began);
+      s.evidence_seconds.push_back(o.evidence_seconds);
+      s.checks_seconds.push_back(o.checks_seconds);
+      s.fired_by_fraction += o.evidence == stats::Evidence::Fraction ? 1 : 0;
+      s.fired_by_stasis += o.evidence == stats::Evidence::Stasis ? 1 : 0;
+      s.fired_by_early_stasis += o.evidence == stats::Evidence::EarlyStasis ? 1 : 0;
       s.type_correct += o.type_correct ? 1 : 0;
       if (o.fault == FaultKind::Computation) {
         ++s.computation_detected;
@@ -274,6 +300,12 @@ void ShapeSummary::merge(const ShapeSummary& o) {
   precision_sum += o.precision_sum;
   delays.insert(delays.end(), o.delays.begin(), o.delays.end());
   all_delays.insert(all_delays.end(), o.all_delays.begin(), o.all_delays.end());
+  evidence_began.insert(evidence_began.end(), o.evidence_began.begin(), o.evidence_began.end());
+  evidence_seconds.insert(evidence_seconds.end(), o.evidence_seconds.begin(), o.evidence_seconds.end());
+  checks_seconds.insert(checks_seconds.end(), o.checks_seconds.begin(), o.checks_seconds.end());
+  fired_by_fraction += o.fired_by_fraction;
+  fired_by_stasis += o.fired_by_stasis;
+  fired_by_early_stasis += o.fired_by_early_stasis;
   ready_times.insert(ready_times.end(), o.ready_times.begin(), o.ready_times.end());
   failures.insert(failures.end(), o.failures.begin(), o.failures.end());
 }
@@ -313,6 +345,32 @@ std::string format_summary_table(const std::vector<ShapeSummary>& summaries) {
     total.merge(s);
   }
   return out + format_row(total, true);
+}
+
+std::string format_delay_table(const std::vector<ShapeSummary>& summaries) {
+  std::string out =
+      "| workload | detected | evidence began after the fault p50 / p95 s | evidence p50 / p95 s | verification "
+      "and checks p50 / p95 s | delay p50 / p95 s | fired by S / stasis model / model-free rule |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n";
+  auto row = [](const ShapeSummary& r) {
+    auto pair = [](const std::vector<double>& v) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f / %.1f", percentile(v, 0.5), percentile(v, 0.95));
+      return std::string(text);
+    };
+    char line[512];
+    std::snprintf(line, sizeof line, "| %s | %d | %s | %s | %s | %s | %d / %d / %d |\n", r.name.c_str(), r.detected,
+                  pair(r.evidence_began).c_str(), pair(r.evidence_seconds).c_str(), pair(r.checks_seconds).c_str(),
+                  pair(r.all_delays).c_str(), r.fired_by_fraction, r.fired_by_stasis, r.fired_by_early_stasis);
+    return std::string(line);
+  };
+  ShapeSummary total;
+  total.name = "**all**";
+  for (const auto& s : summaries) {
+    out += row(s);
+    total.merge(s);
+  }
+  return out + row(total);
 }
 
 }  // namespace parastack::sim

@@ -51,6 +51,14 @@ struct JobOutcome {
   bool type_correct = false;    // computation vs communication
   bool faulty_found = false;    // every injected faulty rank reported (AC_f)
   double faulty_precision = 0;  // share of reported ranks that are faulty (PR_f)
+  // Where the delay went (they add up to it): from the fault's onset to the start of the evidence
+  // that fired (negative when it began just before the onset; for a computation hang, mostly the
+  // other ranks finishing their step before they block), the evidence itself (to the alarm), and
+  // verification with the checks of all ranks (to the confirmation).
+  double evidence_began = 0;
+  double evidence_seconds = 0;
+  double checks_seconds = 0;
+  stats::Evidence evidence = stats::Evidence::None;  // the test that fired
 };
 
 // A job the watchdog got wrong, with what it takes to watch it again alone (`parastack simulate
@@ -78,6 +86,9 @@ struct ShapeSummary {
   int type_correct = 0;
   std::vector<double> delays;      // detected hangs after model building
   std::vector<double> all_delays;  // every detected hang
+  // JobOutcome's parts of each detected hang's delay, and how many each test fired.
+  std::vector<double> evidence_began, evidence_seconds, checks_seconds;
+  int fired_by_fraction = 0, fired_by_stasis = 0, fired_by_early_stasis = 0;
   std::vector<double> ready_times;
   std::vector<FailedJob> failures;  // every false alarm and missed hang, in plan order
 
@@ -99,5 +110,7 @@ double percentile(std::vector<double> values, double fraction);
 
 // A Markdown table, one row per shape plus a total row.
 std::string format_summary_table(const std::vector<ShapeSummary>& summaries);
+// Where each shape's detection delay goes (medians of JobOutcome's parts), and which test fired.
+std::string format_delay_table(const std::vector<ShapeSummary>& summaries);
 
 }  // namespace parastack::sim
