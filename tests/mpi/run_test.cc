@@ -66,6 +66,7 @@ class Trigger {
     return env;
   }
   void fire() const { std::ofstream(path_).put('\n'); }
+  std::string path() const { return path_.string(); }
 
  private:
   TempDir dir_;
@@ -1104,6 +1105,19 @@ TEST(Run, ARankWaitingForAMessageNeverSentWhileTheOthersFinishIsFound) {
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
+// Ends ps_finale's healthy part (--healthy-until) once every set's S model is built. Before that an
+// ending is a different case: a set still building sees no alarm and nothing is withdrawn (a
+// loaded CI machine, 2026-12-02, built it later than the 5 s the tests once gave it).
+void end_the_healthy_part_once_the_model_is_built(WatchedRun& run, const Trigger& end) {
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (run.log().find("model built after") == std::string::npos) {
+    ASSERT_TRUE(run.process().running()) << "the watchdog ended before its model was built:\n" << run.log();
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no model in 120 s:\n" << run.log();
+    std::this_thread::sleep_for(200ms);
+  }
+  end.fire();
+}
+
 // A job's serial end: rank 0 works alone for 30 s in one loop, with no I/O and no new memory,
 // while ranks 1..3 wait in MPI_Finalize; then it prints its result and finishes. To stacks this is
 // exactly a rank spinning while the others wait, and until 2026-12-01 the S model called it that:
@@ -1111,8 +1125,11 @@ TEST(Run, ARankWaitingForAMessageNeverSentWhileTheOthersFinishIsFound) {
 // library too). Such observations are no evidence now (Observation::serial_end), and the report
 // says that the end went unwatched, and why.
 TEST(Run, ARankWorkingAloneWhileTheOthersFinishIsNotAHang) {
-  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "5", "--end",
-                                                      "serial", "--serial-seconds", "30"}));
+  Trigger model_built;
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "5", "--healthy-until", model_built.path(),
+                            "--end", "serial", "--serial-seconds", "30"}));
+  ASSERT_NO_FATAL_FAILURE(end_the_healthy_part_once_the_model_is_built(run, model_built));
   ASSERT_EQ(run.wait(180s), 0) << tail(run.log());
   const std::string log = run.log();
   EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
@@ -1132,9 +1149,11 @@ TEST(Run, ARankWorkingAloneWhileTheOthersFinishIsNotAHang) {
 // as the job's serial end (stats::Watchdog); the set with rank 0 is in the serial end by itself.
 // Until 2026-12-01 the 4-rank fix alone left this job to be killed as rank 0's computation hang.
 TEST(Run, ARankWorkingAloneWhileTwentyThreeOthersFinishIsNotAHang) {
-  WatchedRun run(
-      {"--seed", "1", "--log-level", "debug"},
-      mpirun(24, {test_program("ps_finale"), "--healthy-seconds", "5", "--end", "serial", "--serial-seconds", "30"}));
+  Trigger model_built;
+  WatchedRun run({"--seed", "1", "--log-level", "debug"},
+                 mpirun(24, {test_program("ps_finale"), "--healthy-seconds", "5", "--healthy-until", model_built.path(),
+                             "--end", "serial", "--serial-seconds", "30"}));
+  ASSERT_NO_FATAL_FAILURE(end_the_healthy_part_once_the_model_is_built(run, model_built));
   ASSERT_EQ(run.wait(240s), 0) << tail(run.log());
   const std::string log = run.log();
   EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);

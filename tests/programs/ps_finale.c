@@ -1,8 +1,9 @@
 /* ps_finale: how a job ends, for the tests of ranks in MPI_Finalize beside others
  * (tests/mpi/run_test.cc). Every rank first iterates for --healthy-seconds S (--compute-ms M of CPU
  * time in relax_grid, 2 by default; a ring exchange with MPI_Sendrecv, an MPI_Allreduce by which rank 0 tells
- * the others when S has passed on its clock, so all leave the loop at the same iteration); then
- * the ending:
+ * the others when S has passed on its clock, so all leave the loop at the same iteration; with
+ * --healthy-until FILE, not before FILE exists either, so a test can end the healthy part when the
+ * watchdog is ready rather than after a time that a loaded machine may not honour); then the ending:
  *
  *   ps_finale --healthy-seconds S --end last-message
  *       rank 0 waits in MPI_Recv for a result from rank 1, which rank 1 never sends: ranks 1..N-1
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clocks.h"
 #include "ready_file.h"
@@ -42,6 +44,7 @@ __attribute__((noinline)) static double summarize(double seconds) {
 int main(int argc, char** argv) {
   double healthy_seconds = 5, serial_seconds = 20, compute_ms = 2;
   const char* end = "last-message";
+  const char* healthy_until = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--healthy-seconds") == 0) {
       healthy_seconds = atof(argv[i + 1]);
@@ -51,10 +54,12 @@ int main(int argc, char** argv) {
       serial_seconds = atof(argv[i + 1]);
     } else if (strcmp(argv[i], "--compute-ms") == 0) {
       compute_ms = atof(argv[i + 1]);
+    } else if (strcmp(argv[i], "--healthy-until") == 0) {
+      healthy_until = argv[i + 1];
     } else {
-      fprintf(
-          stderr,
-          "usage: ps_finale [--healthy-seconds S] [--end last-message|serial] [--serial-seconds T] [--compute-ms M]\n");
+      fprintf(stderr,
+              "usage: ps_finale [--healthy-seconds S] [--healthy-until FILE] [--end last-message|serial] "
+              "[--serial-seconds T] [--compute-ms M]\n");
       return 2;
     }
   }
@@ -82,7 +87,7 @@ int main(int argc, char** argv) {
     MPI_Sendrecv(&right, 1, MPI_DOUBLE, (rank + 1) % size, 1, &left, 1, MPI_DOUBLE, (rank + size - 1) % size, 1,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     cells[0] = left;
-    int over = rank == 0 && now() - start >= healthy_seconds;
+    int over = rank == 0 && now() - start >= healthy_seconds && (!healthy_until || access(healthy_until, F_OK) == 0);
     MPI_Allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     sink = residual(cells, kCells);
     done = over;
