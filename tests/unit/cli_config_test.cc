@@ -37,6 +37,18 @@ TEST(JobOptions, TheJobsValueWinsOverTheSitesAndTheLaterOverTheEarlier) {
             (Args{"m", "--alpha=0.02", "--grace=1"}));
 }
 
+// A batch job's monitors log only errors (the plugin's --log-level error): a log file asked for
+// gets the watch's log, unless the job chose a level too. mpirun's daemons step has no stderr
+// anybody reads (Open MPI sends it to /dev/null): this is the only way to see its monitors' log.
+TEST(JobOptions, ALogFileComesWithTheInfoLevelUnlessALevelIsChosen) {
+  EXPECT_EQ(expand_job_options({"m", "--log-level", "error", "--job-options", "log-file=w.log"}),
+            (Args{"m", "--log-file=w.log", "--log-level=info"}));
+  EXPECT_EQ(expand_job_options({"m", "--log-level", "error", "--job-options", "log-level=debug,log-file=w.log"}),
+            (Args{"m", "--log-level=debug", "--log-file=w.log"}));
+  EXPECT_EQ(expand_job_options({"m", "--log-level", "error", "--job-options", "alpha=0.01"}),
+            (Args{"m", "--log-level", "error", "--alpha=0.01"}));
+}
+
 TEST(JobOptions, EmptyItemsAreIgnored) {
   EXPECT_EQ(expand_job_options({"m", "--job-options", ",seed=3,,"}), (Args{"m", "--seed=3"}));
 }

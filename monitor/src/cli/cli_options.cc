@@ -119,7 +119,9 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
       ->check(CLI::Range(0.0, 3600.0))
       ->check(finite_number())
       ->capture_default_str();
-  command.add_option("--log-file", options.log_file, "Log to this file instead of stderr");
+  command.add_option("--log-file", options.log_file,
+                     "Log to this file instead of stderr, appending (a job's monitors all append to it, at "
+                     "log-level info unless it is given)");
   command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();

@@ -8,10 +8,14 @@
 
 namespace parastack::cli {
 
+// In columns (clang-format would give the list one or two names a line).
+// clang-format off
 const std::vector<std::string> kJobOptions{
     "alpha",    "budget",       "horizon",   "thresholds", "bound",           "stasis",       "stasis-min",
     "interval", "max-interval", "sets",      "turn",       "window",          "ranks",        "action",
-    "report",   "grace",        "log-level", "seed",       "monitor-timeout", "mpi-progress", "mpi-progress-library"};
+    "report",   "grace",        "log-level", "log-file",   "seed",            "monitor-timeout", "mpi-progress",
+    "mpi-progress-library"};
+// clang-format on
 
 std::vector<std::string> expand_job_options(const std::vector<std::string>& argv) {
   std::vector<std::string> direct, chosen_order;
@@ -42,6 +46,12 @@ std::vector<std::string> expand_job_options(const std::vector<std::string>& argv
       if (!chosen.contains(name)) chosen_order.push_back(name);
       chosen[name] = item.substr(equals + 1);
     }
+  }
+  // A job that asks for a log file wants the watch's log in it, not only the errors that are all a
+  // batch job's stderr gets by default (the plugin's --log-level error).
+  if (chosen.contains("log-file") && !chosen.contains("log-level")) {
+    chosen_order.push_back("log-level");
+    chosen["log-level"] = "info";
   }
   std::vector<std::string> args{argv[0]};
   for (std::size_t i = 0; i < direct.size(); ++i) {

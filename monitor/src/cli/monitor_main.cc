@@ -471,21 +471,24 @@ int monitor_main(int argc, char** argv) {
   // the watch, with a line in the job's stderr. Caught rather than ignored, so that the programs
   // the monitors run (scancel, the mailer) start with the defaults.
   for (int s : {SIGHUP, SIGUSR1, SIGUSR2}) ::signal(s, not_ours);
+  // The log before MPI: a file that cannot be opened (log-file=) ends every monitor with one line
+  // in the job's stderr, not with an MPI_Abort and its banner.
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    logger = watch::make_logger(options.watch.log_file, options.watch.log_level, "parastack");
+  } catch (const std::exception& e) {
+    std::cerr << "parastack-monitor: cannot open the log file " << options.watch.log_file << ": " << e.what()
+              << "; the job runs on unwatched\n";
+    return kExitUsage;
+  }
+  spdlog::set_default_logger(logger);
   const OwnSessionDirectory session_directory;  // removed after MPI_Finalize, when the object goes
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int self = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &self);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::shared_ptr<spdlog::logger> logger;
-  try {
-    logger = watch::make_logger(options.watch.log_file, options.watch.log_level,
-                                self == 0 ? "parastack" : "parastack monitor " + std::to_string(self));
-  } catch (const std::exception& e) {
-    std::cerr << "parastack-monitor: cannot open the log file " << options.watch.log_file << ": " << e.what() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, kExitUsage);
-  }
-  spdlog::set_default_logger(logger);
+  if (self != 0) watch::set_log_prefix(*logger, "parastack monitor " + std::to_string(self));
 
   int status = 0;
   try {

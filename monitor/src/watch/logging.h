@@ -14,4 +14,8 @@ namespace parastack::watch {
 std::shared_ptr<spdlog::logger> make_logger(const std::string& file, const std::string& level,
                                             const std::string& prefix);
 
+// A new `prefix` for every line from now on (a monitor learns its number only after MPI_Init,
+// and opens its log before it, so that a file it cannot open ends it without an MPI job).
+void set_log_prefix(spdlog::logger& logger, const std::string& prefix);
+
 }  // namespace parastack::watch
