@@ -253,6 +253,35 @@ TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
   std::filesystem::remove_all(stale, ignored);
 }
 
+// log-file=: the monitors' log goes to the file (at info), the job's stderr stays its own; a file
+// they cannot open ends the monitors, never the job, and the job's stderr says why.
+TEST_F(SlurmPlugin, TheMonitorsLogToTheJobsLogFileAndOneTheyCannotOpenLeavesTheJobRunning) {
+  const auto log = cluster().jobs() / "monitors.log";
+  const auto not_a_directory = cluster().jobs() / "not-a-directory";
+  std::ofstream(not_a_directory) << "a file\n";
+  for (const bool can_open : {true, false}) {
+    SCOPED_TRACE(can_open ? "a log file" : "a log file under a file");
+    const std::string path = can_open ? log.string() : (not_a_directory / "monitors.log").string();
+    const auto id = cluster().submit({"-n", "4", "-o", "logged.out", "-e", "logged.err", "--parastack=log-file=" + path,
+                                      solver_script(cluster(), "srun", 5)});
+    const auto job = cluster().wait_ended(id, 300);
+    EXPECT_EQ(job.state, "COMPLETED") << job.record;
+    EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
+    EXPECT_NE(read_file(cluster().jobs() / "logged.out").find("launcher-status=0"), std::string::npos);
+    const std::string err = read_file(cluster().jobs() / "logged.err");
+    if (can_open) {
+      EXPECT_EQ(err, "") << "a healthy job's stderr stays its own";
+      const std::string logged = read_file(log);
+      EXPECT_NE(logged.find("found 4 rank(s) of MPI program"), std::string::npos) << logged;
+      EXPECT_NE(logged.find(") has ended: monitoring ends with it"), std::string::npos) << logged;
+    } else {
+      EXPECT_NE(err.find("cannot open the log file " + path), std::string::npos) << err;
+      EXPECT_EQ(err.find("MPI_ABORT"), std::string::npos) << "the monitors end before MPI starts:\n" << err;
+    }
+    expect_nothing_left(cluster(), id);
+  }
+}
+
 TEST_F(SlurmPlugin, AHealthyMpirunJobCompletesUntouchedWithMonitorsBesideIt) {
   const auto out = run_healthy("mpirun", {"--parastack"});
   EXPECT_NE(out.find("step parastack"), std::string::npos) << out;
@@ -600,27 +629,51 @@ TEST_F(SlurmSteps, ConcurrentStepsGetNoDuplicateMonitors) {
 
 // The usual cluster: salloc on a login host that is none of the allocation's nodes. mpirun then
 // starts its daemons on the nodes with srun, a step that gets monitors of its own like any other:
-// `salloc --parastack mpirun` is watched, the hang found and the step cancelled. (The step's
-// monitors log nowhere a test can read, so the fault fires 5 s after the start, before any model:
-// the model-free stasis rule's case.)
+// `salloc --parastack mpirun` is watched, the hang found and the step cancelled. Open MPI sends
+// that srun's stderr, the monitors' too, to /dev/null: their log is read from log-file=, and the
+// fault fires once their model is built (CI's loaded machine once started them after a fault
+// at a fixed 5 s, too late to see the job move: unwatched, as designed, and never found).
 TEST(SallocOnTwoNodes, AnMpirunFromALoginHostIsWatchedThroughItsDaemonsStep) {
   if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
   SlurmCluster cluster(2, binaries());
   cluster.set_plugstack("");
-  auto salloc = cluster.start_as_user(
-      {"salloc", "--parastack", "-N", "2", "--ntasks-per-node=2", "mpirun", "-x", "OMPI_MCA_mpi_yield_when_idle=1",
-       "-x", "LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string(), "-x", "PS_FAULT_KIND=spin", "-x",
-       "PS_FAULT_RANK=3", "-x", "PS_FAULT_AFTER_SECONDS=5", (cluster.bin() / "ps_solver").string(), "blocking",
-       "100000"},
-      "login.out", "login.err");
+  const auto trigger = cluster.jobs() / "fire.login";
+  const auto log = cluster.jobs() / "login-monitors.log";
+  auto salloc = cluster.start_as_user({"salloc",
+                                       "--parastack=log-level=debug,log-file=" + log.string(),
+                                       "-N",
+                                       "2",
+                                       "--ntasks-per-node=2",
+                                       "mpirun",
+                                       "-x",
+                                       "OMPI_MCA_mpi_yield_when_idle=1",
+                                       "-x",
+                                       "LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string(),
+                                       "-x",
+                                       "PS_FAULT_KIND=spin",
+                                       "-x",
+                                       "PS_FAULT_RANK=3",
+                                       "-x",
+                                       "PS_FAULT_AFTER_SECONDS=1e9",
+                                       "-x",
+                                       "PS_FAULT_TRIGGER_FILE=" + trigger.string(),
+                                       (cluster.bin() / "ps_solver").string(),
+                                       "blocking",
+                                       "100000"},
+                                      "login.out", "login.err");
+  testing::await_models([&] { return read_file(log); }, [&] { return salloc->running(); }, 40);
+  std::ofstream(trigger).put('\n');
   EXPECT_NE(salloc->wait_exit(600s), 0) << "the hung step was cancelled: " << read_file(cluster.jobs() / "login.err");
+  const std::string monitors = read_file(log);
+  EXPECT_NE(monitors.find("2 monitors on node1 node2"), std::string::npos) << monitors;
+  EXPECT_NE(monitors.find("HANG detected: computation error, faulty rank(s) 3"), std::string::npos) << monitors;
   // The report of step JOB.0, mpirun's daemons.
   std::filesystem::path report;
   const std::regex report_name(R"(parastack-\d+\.0\.json)");
   for (const auto& entry : std::filesystem::directory_iterator(cluster.jobs())) {
     if (std::regex_match(entry.path().filename().string(), report_name)) report = entry.path();
   }
-  ASSERT_FALSE(report.empty()) << read_file(cluster.jobs() / "login.err");
+  ASSERT_FALSE(report.empty()) << read_file(cluster.jobs() / "login.err") << monitors;
   std::ifstream in(report);
   const json found = json::parse(in, nullptr, false);
   ASSERT_FALSE(found.is_discarded());
