@@ -205,6 +205,21 @@ TEST_F(PbsTorqueStandIn, AHealthyJobRunsAsWithoutParastackItsStatusOutputAndEnvi
   }
 }
 
+// The site file (PARASTACK_CONFIG here) gives every job's monitors its watch settings, under the
+// job's own; its log-file is `parastack run`'s alone (parastack.conf(5)), never theirs.
+TEST_F(PbsTorqueStandIn, TheSiteFilesSettingsReachTheMonitorsButItsLogFileDoesNot) {
+  const auto site_log = jobs() / "site-run.log";
+  const auto config = jobs() / "parastack.conf";
+  std::ofstream(config) << "log-level = info\nlog-file = " << site_log.string() << "\n";
+  give_to_user(config);
+  script("site.sh", "#!/bin/bash\n#PBS -l nodes=1:ppn=4\n" + solver_body(bin(), 4, "", "") + "\n");
+  const std::string id = submit({"site.sh"}, {"PARASTACK_CONFIG=" + config.string()});
+  EXPECT_EQ(wait_ended(id), 7);
+  const std::string err = read_file(jobs() / ("site.sh.e" + id.substr(0, id.find('.'))));
+  EXPECT_NE(err.find("found 4 rank(s) of MPI program"), std::string::npos) << "the site's log-level=info:\n" << err;
+  EXPECT_FALSE(fs::exists(site_log)) << read_file(site_log);
+}
+
 TEST_F(PbsTorqueStandIn, AHangIsReportedMailedAndTheJobDeletedThroughQdel) {
   const fs::path trigger = jobs() / "fire.spin";
   script("hang.sh",

@@ -87,8 +87,10 @@ std::variant<Site, std::string> read_site() {
   CLI::App* run = run_app.get_subcommand("run");
   for (const auto& s : std::get<std::vector<cli::Setting>>(read)) {
     const std::string where = path + " line " + std::to_string(s.line) + ": ";
-    const bool job_option =
-        std::find(cli::kJobOptions.begin(), cli::kJobOptions.end(), s.key) != cli::kJobOptions.end();
+    // log-file is `parastack run`'s alone here: a site's log for its users' own runs is no file for
+    // every batch job's monitors to append to (a job asks for one itself: -- --log-file=PATH).
+    const bool job_option = s.key != "log-file" && std::find(cli::kJobOptions.begin(), cli::kJobOptions.end(), s.key) !=
+                                                       cli::kJobOptions.end();
     if (s.key == "monitor" || s.key == "mpirun" || s.key == "mailer") {
       if (s.value.empty() || s.value[0] != '/') {
         if (s.key != "mpirun" || s.value.empty()) return where + s.key + " must be an absolute path";
