@@ -189,7 +189,8 @@ TEST_F(SlurmPlugin, ABadOptionIsRefusedAtSubmissionWithAClearMessage) {
   for (const auto& [value, message] :
        std::vector<std::pair<std::string, std::string>>{{"alhpa=0.01", "unknown option 'alhpa'"},
                                                         {"action=explode", "explode not in {kill,report,stop}"},
-                                                        {"alpha=", "option 'alpha' needs a value"}}) {
+                                                        {"alpha=", "option 'alpha' needs a value"},
+                                                        {"report=hangs/%s.json", "'hangs/%s.json' holds %s"}}) {
     const auto sbatch = cluster().as_user({"sbatch", "--parastack=" + value, "--wrap", "true"});
     EXPECT_NE(sbatch.status, 0) << value;
     EXPECT_NE(sbatch.err.find(message), std::string::npos) << sbatch.err;
@@ -254,16 +255,18 @@ TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
 }
 
 // log-file=: the monitors' log goes to the file (at info), the job's stderr stays its own; a file
-// they cannot open ends the monitors, never the job, and the job's stderr says why.
+// they cannot open ends the monitors, never the job, and the job's stderr says why. %j in the path
+// is the job's id, as in sbatch -o (one #SBATCH line for every job of a script).
 TEST_F(SlurmPlugin, TheMonitorsLogToTheJobsLogFileAndOneTheyCannotOpenLeavesTheJobRunning) {
-  const auto log = cluster().jobs() / "monitors.log";
   const auto not_a_directory = cluster().jobs() / "not-a-directory";
   std::ofstream(not_a_directory) << "a file\n";
   for (const bool can_open : {true, false}) {
     SCOPED_TRACE(can_open ? "a log file" : "a log file under a file");
-    const std::string path = can_open ? log.string() : (not_a_directory / "monitors.log").string();
+    const std::string path =
+        can_open ? (cluster().jobs() / "monitors-%j.log").string() : (not_a_directory / "monitors.log").string();
     const auto id = cluster().submit({"-n", "4", "-o", "logged.out", "-e", "logged.err", "--parastack=log-file=" + path,
                                       solver_script(cluster(), "srun", 5)});
+    const auto log = cluster().jobs() / ("monitors-" + id + ".log");
     const auto job = cluster().wait_ended(id, 300);
     EXPECT_EQ(job.state, "COMPLETED") << job.record;
     EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;

@@ -507,8 +507,10 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
                        "echo monitors-of-this-subjob=$(pgrep -f \"^[^ ]*parastack-monitor .*--pbs-job "
                        "$PBS_JOBID( |$)\" | wc -l)\n"
                        "exit 7\n");
-  const auto submitted = cluster().as_user(
-      {pbs_parastack(), "-t", "1-2", "-o", "array.o%a", "-e", "array.e%a", "array.sh", "--", "--log-level", "debug"});
+  // One report path for every subjob: %j, each subjob's own id, keeps them apart.
+  const auto submitted =
+      cluster().as_user({pbs_parastack(), "-t", "1-2", "-o", "array.o%a", "-e", "array.e%a", "array.sh", "--",
+                         "--log-level", "debug", "--report=" + (cluster().jobs() / "array-%j.json").string()});
   ASSERT_EQ(submitted.status, 0) << submitted.err;
   const std::string id = first_line(submitted.out);
   EXPECT_EQ(submitted.out, id + "\n");
@@ -534,15 +536,16 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
   EXPECT_NE(healthy_job.record.find("ExitCode=7:0"), std::string::npos) << healthy_job.record;
   const std::string healthy_err = read_file(cluster().jobs() / "array.e1");
   EXPECT_EQ(healthy_err.find(" hung: "), std::string::npos) << healthy_err;
-  EXPECT_FALSE(fs::exists(cluster().jobs() / ("parastack-" + healthy + ".json")));
+  EXPECT_FALSE(fs::exists(cluster().jobs() / ("array-" + healthy + ".json")));
 
   const std::string hung_err = read_file(cluster().jobs() / "array.e2");
   EXPECT_NE(hung_err.find("deleting job " + hung + " (qdel)"), std::string::npos) << hung_err;
   EXPECT_EQ(cluster().wait_ended(hung, 60).state, "CANCELLED");
-  std::ifstream in(cluster().jobs() / ("parastack-" + hung + ".json"));
+  std::ifstream in(cluster().jobs() / ("array-" + hung + ".json"));
   const json report = json::parse(in, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << hung_err;
   EXPECT_EQ(report["faulty_ranks"], json::array({2}));
+  EXPECT_FALSE(fs::exists(cluster().jobs() / "array-%j.json"));
 }
 
 // A site with parastack's SPANK plugin beside the PBS front end: the plugin's copy in bin() and

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_options.h"
+#include "cli/path_patterns.h"
 #include "cli/site_config.h"
 
 namespace parastack::cli {
@@ -89,6 +90,42 @@ TEST(JobOptions, NonFiniteNumbersAreRefused) {
   fine.parse(std::vector<std::string>{"2.5", "--grace", "0.125", "--interval"});
   EXPECT_EQ(options.watchdog.model.initial_interval, 0.125);
   EXPECT_EQ(options.grace, 2.5);
+}
+
+TEST(PathPatterns, EachPatternIsReplacedAndAPercentSignIsWrittenTwice) {
+  const PathFields fields{.job = "1234.0", .host = "node7", .pid = "42", .user = "ada"};
+  EXPECT_EQ(expand_path_pattern("hangs/%u/%j-%h-%p.json", fields), "hangs/ada/1234.0-node7-42.json");
+  EXPECT_EQ(expand_path_pattern("100%%-%j%j", fields), "100%-1234.01234.0");
+  EXPECT_EQ(expand_path_pattern("%%j", fields), "%j");
+  EXPECT_EQ(expand_path_pattern("plain/report.json", fields), "plain/report.json");
+  EXPECT_EQ(expand_path_pattern("", fields), "");
+  // A value never makes a directory of its own (a PBS array id, a host name from a strange resolver).
+  EXPECT_EQ(expand_path_pattern("r-%j.json", {.job = "12/3", .host = "h", .pid = "1", .user = "u"}), "r-12_3.json");
+}
+
+TEST(PathPatterns, AnUnknownPatternOrALonePercentSignIsAClearErrorWhereTheOptionIsGiven) {
+  for (const std::string bad : {"r-%q.json", "r-100%", "%J.json", "%"}) {
+    const auto error = path_pattern_error(bad);
+    ASSERT_TRUE(error.has_value()) << bad;
+    EXPECT_NE(error->find("'" + bad + "'"), std::string::npos) << *error;
+    EXPECT_THROW(expand_path_pattern(bad, {}), std::invalid_argument) << bad;
+  }
+  EXPECT_NE(path_pattern_error("r-%q.json")->find("%j (job id), %h (host), %p (process id), %u (user)"),
+            std::string::npos);
+  // As a job's option: refused by parsing, i.e. by --check-options at submission.
+  for (const std::string name : {"report", "log-file"}) {
+    watch::WatchOptions options;
+    CLI::App app;
+    add_watch_options(app, options);
+    const auto args = expand_job_options({"m", "--job-options", name + "=hangs/%s.json"});
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+    EXPECT_THROW(app.parse(reversed), CLI::ValidationError) << name;
+  }
+  watch::WatchOptions options;
+  CLI::App app;
+  add_watch_options(app, options);
+  app.parse(std::vector<std::string>{"--report=hangs/%j-%%.json"});
+  EXPECT_EQ(options.report, "hangs/%j-%%.json") << "expanded by the watcher, not by parsing";
 }
 
 // A scratch file, removed whatever happens.

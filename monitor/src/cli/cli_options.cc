@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/path_patterns.h"
 
 namespace parastack::cli {
 
@@ -20,6 +21,18 @@ const CLI::Validator& finite_number() {
       "FINITE");
   return finite;
 }
+
+namespace {
+
+// A report or log path: its % patterns are checked where the options are (at submission, for a
+// batch job), and expanded where the watcher knows what they stand for.
+const CLI::Validator& path_pattern() {
+  static const CLI::Validator pattern(
+      [](std::string& text) { return path_pattern_error(text).value_or(std::string()); }, "");
+  return pattern;
+}
+
+}  // namespace
 
 // Long on purpose: one registration per option.
 void add_model_options(CLI::App& command, stats::ModelConfig& config) {
@@ -112,16 +125,23 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
           "stopped for a debugger)")
       ->check(CLI::IsMember({"kill", "report", "stop"}))
       ->default_str(std::string(watch::to_string(options.action)));
-  command.add_option("--report", options.report,
-                     "Report path (JSON); the text report, DOT, SVG and sample trace go beside it (default: "
-                     "./parastack-HOST-PID.json, written by the leader)");
+  command
+      .add_option("--report", options.report,
+                  "Report path (JSON); the text report, DOT, SVG and sample trace go beside it (default: "
+                  "./parastack-HOST-PID.json, written by the leader); %j job id, %h host, %p process id, %u "
+                  "user, %% a %")
+      ->type_name("PATH")
+      ->check(path_pattern());
   command.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
       ->check(CLI::Range(0.0, 3600.0))
       ->check(finite_number())
       ->capture_default_str();
-  command.add_option("--log-file", options.log_file,
-                     "Log to this file instead of stderr, appending (a job's monitors all append to it, at "
-                     "log-level info unless it is given)");
+  command
+      .add_option("--log-file", options.log_file,
+                  "Log to this file instead of stderr, appending (a job's monitors all append to it, at "
+                  "log-level info unless it is given; %j, %h, %p, %u as in --report)")
+      ->type_name("PATH")
+      ->check(path_pattern());
   command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();

@@ -26,6 +26,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_options.h"
+#include "cli/path_patterns.h"
 #include "network/cluster_probe.h"
 #include "network/mpi_monitors.h"
 #include "node/node_worker.h"
@@ -461,6 +462,12 @@ int monitor_main(int argc, char** argv) {
   add_monitor_options(app, options, job_options_help);
   std::optional<sampler::JobSelector> selector;
   if (const auto status = parse_monitor_options(app, options, argc, argv, selector)) return *status;
+  // A batch job's report= and log-file= patterns (checked at submission): the job's id as its
+  // default report name has it, this node's host, this monitor's pid.
+  const PathFields fields = own_path_fields(
+      selector->kind == sampler::JobSelector::Kind::Launcher ? std::to_string(::getpid()) : selector->job_id);
+  options.watch.report = expand_path_pattern(options.watch.report, fields);
+  options.watch.log_file = expand_path_pattern(options.watch.log_file, fields);
 
   // Before MPI_Init: a SIGTERM that lands while the monitors start up ends them the same way, with
   // the same line in the log, not silently.

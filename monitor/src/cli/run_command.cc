@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/path_patterns.h"
 #include "cli/site_config.h"
 #include "network/monitors.h"
 #include "node/node_worker.h"
@@ -68,7 +69,17 @@ bool preload_also_in_command(std::vector<std::string>& command, const std::strin
   return found;
 }
 
-int run_watchdog(const RunOptions& options) {
+// What --report's and --log-file's patterns stand for here: the batch job this runs in, if any
+// (two runs in one job tell their files apart by %p), else this run's pid.
+PathFields run_path_fields() {
+  std::string job = std::to_string(::getpid());
+  for (const char* variable : {"PBS_JOBID", "SLURM_JOB_ID"}) {
+    if (const char* id = std::getenv(variable); id && *id) job = id;
+  }
+  return own_path_fields(job);
+}
+
+int run_watchdog(RunOptions options) {
   if (options.command.empty()) {
     std::cerr << "parastack run: no command after '--' (example: parastack run -- mpirun -np 4 ./app)\n";
     return kExitUsage;
@@ -77,6 +88,9 @@ int run_watchdog(const RunOptions& options) {
     std::cerr << "parastack run: " << *error << "\n";
     return kExitUsage;
   }
+  const PathFields fields = run_path_fields();
+  options.watch.report = expand_path_pattern(options.watch.report, fields);
+  options.watch.log_file = expand_path_pattern(options.watch.log_file, fields);
   std::shared_ptr<spdlog::logger> logger;
   try {
     logger = watch::make_logger(options.watch.log_file, options.watch.log_level, "parastack");
