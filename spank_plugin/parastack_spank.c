@@ -134,6 +134,21 @@ static int check_salloc_command(void) {
   }
 }
 
+/* srun --parastack under `parastack run`, which names itself to its command in
+ * PARASTACK_RUN_WATCHER=PID:START: both watch the step's tasks. Said, not refused: each watches
+ * correctly (docs/user-guide.md, "A job watched twice"), as parastack run says in the other case. */
+static void say_if_under_parastack_run(void) {
+  const char* watcher = getenv("PARASTACK_RUN_WATCHER");
+  int pid = 0;
+  unsigned long long ticks = 0;
+  if (!watcher || sscanf(watcher, "%d:%llu", &pid, &ticks) != 2 || pid <= 0) return;
+  if (start_ticks(pid) != ticks) return; /* the variable outlived that parastack run */
+  slurm_info(
+      "parastack: this srun runs under parastack run (pid %d), which watches its tasks too: two watchers both "
+      "sample them and both act on a hang; one is enough (docs/user-guide.md, \"A job watched twice\")",
+      pid);
+}
+
 static struct site submit_site;
 static int submit_site_ok = 0;
 
@@ -162,6 +177,7 @@ static int option_callback(int val, const char* argument, int remote) {
     slurm_error("parastack: --parastack=%s refused (--parastack=help lists the options)", value);
     return -1;
   }
+  if (spank_context() == S_CTX_LOCAL) say_if_under_parastack_run();
   return spank_context() == S_CTX_ALLOCATOR ? check_salloc_command() : 0;
 }
 

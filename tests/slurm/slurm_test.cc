@@ -579,6 +579,18 @@ TEST_F(SlurmSteps, ParastackRunAroundSrunFindsTheStepsTasks) {
   EXPECT_FALSE(healthy_id.empty()) << passed.err;
   if (!healthy_id.empty()) expect_nothing_left(cluster(), healthy_id);
 
+  // srun --parastack under it: watched twice, which srun says; the healthy job is untouched.
+  auto twice = parastack_run("2", "run-srun-twice.json");
+  twice.insert(twice.end(), {"--parastack", "--export=ALL,OMPI_MCA_mpi_yield_when_idle=1",
+                             (cluster().bin() / "ps_solver").string(), "blocking", "5"});
+  const auto watched_twice = cluster().as_user(twice);
+  EXPECT_EQ(watched_twice.status, 0) << watched_twice.err;
+  EXPECT_NE(watched_twice.out.find("iterations "), std::string::npos) << watched_twice.out;
+  EXPECT_NE(watched_twice.err.find("this srun runs under parastack run (pid "), std::string::npos) << watched_twice.err;
+  EXPECT_EQ(passed.err.find("this srun runs under parastack run"), std::string::npos) << "said only with --parastack";
+  const auto twice_id = job_of(watched_twice.err);
+  if (!twice_id.empty()) expect_nothing_left(cluster(), twice_id);
+
   const auto trigger = cluster().jobs() / "fire.run-srun";
   std::filesystem::remove(trigger);
   auto hung = parastack_run("8", "run-srun.json");
