@@ -312,7 +312,7 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
                                  bool& hang_episode, spdlog::logger& log) {
   struct Progress {
     double last_decision_t = 0;
-    bool ready_logged = false, unbuilt_warned = false;
+    bool ready_logged = false, unbuilt_warned = false, stasis_logged = false;
     std::optional<double> unread_since;  // since when no sampled rank could be read
     bool unread_said = false;
     std::string held_said;  // the last held alarm's reason, until a healthy sample
@@ -340,6 +340,14 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       progress->unwatched_said = true;
       log.info("not watched for the last {:.0f} s: {}; watching on", d.observation.t - *progress->unwatched_since,
                report.coverage.why_unwatched);
+    }
+    // The watch's start when it comes before the model's: nothing said it until the report.
+    if (!progress->stasis_logged && report.coverage.stasis_since && !watchdog.model().ready()) {
+      progress->stasis_logged = true;
+      log.info(
+          "stasis tests from t={:.1f} s: the ranks' call paths have shown movement, so a standstill is judged "
+          "before the S model is built",
+          *report.coverage.stasis_since);
     }
     if (!progress->ready_logged && watchdog.model().ready()) {
       progress->ready_logged = true;
