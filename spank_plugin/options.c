@@ -1,6 +1,7 @@
 /* The plugin's parsing (options.h): moved out of parastack_spank.c unchanged. */
 #include "options.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #ifndef PARASTACK_MONITOR_PATH
@@ -107,6 +108,18 @@ int parastack_preload_value(char* out, unsigned long size, const char* library, 
     strcat(out, existing);
   }
   return 0;
+}
+
+int parastack_default_report(char* out, unsigned long size, const char* directory, const char* name) {
+  size_t n = 0;
+  for (const char* c = directory; *c; ++c) {
+    if (n + 2 >= size) return -1;
+    if (*c == '%') out[n++] = '%';
+    out[n++] = *c;
+  }
+  out[n] = '\0';
+  const int written = snprintf(out + n, size - n, "/parastack-%s.json", name);
+  return written < 0 || (size_t)written >= size - n ? -1 : 0;
 }
 
 const char* parastack_option_value(const char* optarg) {

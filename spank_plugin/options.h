@@ -47,6 +47,11 @@ int parastack_progress_choice(const char* defaults, const char* user, char* libr
  * 0, or -1 when it does not fit. A library already in `existing` is not added again. */
 int parastack_preload_value(char* out, unsigned long size, const char* library, const char* existing);
 
+/* The default report path, `directory`/parastack-`name`.json, in `out` of `size` bytes, with every %
+ * of the directory written %%: the monitor expands %j and the like in --report, and a directory
+ * whose name holds a % must stay itself. 0, or -1 when it does not fit. */
+int parastack_default_report(char* out, unsigned long size, const char* directory, const char* name);
+
 /* What salloc runs, from its /proc/self/cmdline (`size` bytes of NUL-terminated arguments). Every
  * srun step of the allocation is watched (an MPI launcher's daemons started with srun too); ranks
  * that an MPI launcher run by salloc itself starts on this host are in no step, and no monitor can

@@ -317,7 +317,7 @@ static int monitors_srun(const struct site* site, const char* const* placement, 
 static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_id, char** env) {
   if (job_env(env, "PARASTACK_MONITOR_STEP")) return; /* the monitors' own step */
   const char* watched = job_env(env, "PARASTACK_WATCHED_JOB");
-  char job[32], step[48], report[VALUE_MAX + 64], cwd[VALUE_MAX], task[64];
+  char job[32], step[48], report[2 * VALUE_MAX + 64], cwd[VALUE_MAX], task[64];
   snprintf(job, sizeof job, "%u", job_id);
   /* This process becomes the step's task 0: the monitors end when it exits, and its task_exit
    * waits for them, so that nothing of theirs is left in the step's cgroup when the step ends
@@ -332,7 +332,7 @@ static void watch_step(const struct site* site, uint32_t job_id, uint32_t step_i
   }
   snprintf(step, sizeof step, "%u.%u", job_id, step_id);
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
-  snprintf(report, sizeof report, "%s/parastack-%u.%u.json", cwd, job_id, step_id);
+  parastack_default_report(report, sizeof report, cwd, step); /* fits: twice cwd's size and more */
   const char* placement[] = {"--jobid", job, "--nodelist", nodelist, NULL};
   const char* argv[48];
   int argc = monitors_srun(site, placement, nodes, step, report, task, argv);
@@ -393,12 +393,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   const char* nodes = job_env(env, "SLURM_JOB_NUM_NODES");
   if (!nodes) nodes = job_env(env, "SLURM_NNODES");
   if (!nodes || atoi(nodes) < 1) nodes = "1";
-  char job[32], report[VALUE_MAX + 64], cwd[VALUE_MAX], script[64];
+  char job[32], report[2 * VALUE_MAX + 64], cwd[VALUE_MAX], script[64];
   snprintf(job, sizeof job, "%u", job_id);
   /* This process becomes the batch script (task_init runs just before its execve). */
   snprintf(script, sizeof script, "%d:%llu", (int)getpid(), start_ticks(getpid()));
   if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
-  snprintf(report, sizeof report, "%s/parastack-%u.json", cwd, job_id);
+  parastack_default_report(report, sizeof report, cwd, job); /* fits: twice cwd's size and more */
 
   const char* argv[48];
   int argc = monitors_srun(&site, NULL, nodes, job, report, script, argv);

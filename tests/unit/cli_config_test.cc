@@ -101,6 +101,8 @@ TEST(PathPatterns, EachPatternIsReplacedAndAPercentSignIsWrittenTwice) {
   EXPECT_EQ(expand_path_pattern("", fields), "");
   // A value never makes a directory of its own (a PBS array id, a host name from a strange resolver).
   EXPECT_EQ(expand_path_pattern("r-%j.json", {.job = "12/3", .host = "h", .pid = "1", .user = "u"}), "r-12_3.json");
+  // A default path built from a directory (pbs_parastack's $PBS_O_WORKDIR) stays itself.
+  EXPECT_EQ(expand_path_pattern(literal_path("/scratch/100%/%j/r.json"), fields), "/scratch/100%/%j/r.json");
 }
 
 TEST(PathPatterns, AnUnknownPatternOrALonePercentSignIsAClearErrorWhereTheOptionIsGiven) {

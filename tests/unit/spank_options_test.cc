@@ -70,6 +70,18 @@ TEST(SpankOptions, TheOptionValueAndTheMonitorsArguments) {
                                            "--job-options", "grace=5", "--allowed-actions", "kill"}));
 }
 
+// The monitor expands %j and the like in --report: the job's own directory must not be read as
+// patterns, nor refused for them.
+TEST(SpankOptions, TheDefaultReportKeepsAPercentSignOfTheDirectoryAsItself) {
+  char out[64];
+  ASSERT_EQ(parastack_default_report(out, sizeof out, "/home/ada/runs", "12.3"), 0);
+  EXPECT_STREQ(out, "/home/ada/runs/parastack-12.3.json");
+  ASSERT_EQ(parastack_default_report(out, sizeof out, "/scratch/100%/%j", "12"), 0);
+  EXPECT_STREQ(out, "/scratch/100%%/%%j/parastack-12.json");
+  EXPECT_EQ(parastack_default_report(out, 20, "/home/ada/runs", "12"), -1) << "does not fit";
+  EXPECT_EQ(parastack_default_report(out, 8, "%%%%%%%%", "1"), -1) << "does not fit once doubled";
+}
+
 // /proc/self/cmdline of salloc: NUL-terminated arguments.
 salloc_command classify(const std::vector<std::string>& args, std::string* launcher = nullptr) {
   std::string cmdline;

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cli/path_patterns.h"
 #include "job_script.h"
 #include "os/proc.h"
 #include "os/run_program.h"
@@ -155,7 +156,8 @@ std::vector<std::string> monitors_command(const InJobOptions& options) {
     }
     std::string name = id;
     for (char& c : name) c = c == '/' ? '_' : c;
-    argv.insert(argv.end(), {"--report", dir + "/parastack-" + name + ".json"});
+    // The monitors expand % patterns in --report: a % in the directory's name stays itself.
+    argv.insert(argv.end(), {"--report", cli::literal_path(dir + "/parastack-" + name + ".json")});
   }
   return argv;
 }

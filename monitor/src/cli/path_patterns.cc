@@ -56,6 +56,12 @@ std::string expand_path_pattern(std::string_view pattern, const PathFields& fiel
   return path;
 }
 
+std::string literal_path(std::string_view path) {
+  std::string pattern;
+  for (const char c : path) pattern += c == '%' ? "%%" : std::string(1, c);
+  return pattern;
+}
+
 PathFields own_path_fields(std::string job) {
   std::string user = os::user_name();
   if (user.empty()) user = std::to_string(::getuid());

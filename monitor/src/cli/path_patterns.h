@@ -25,6 +25,10 @@ std::string expand_path_pattern(std::string_view pattern, const PathFields& fiel
 // Why `pattern` is not one (a % that is not %j, %h, %p, %u or %%), or nullopt.
 std::optional<std::string> path_pattern_error(std::string_view pattern);
 
+// `path` as a pattern that expands to itself (every % written %%): a default path built from a
+// directory whose name holds a %.
+std::string literal_path(std::string_view path);
+
 // The fields for this process (its host, pid and user: the uid's number if it has no name) and `job`.
 PathFields own_path_fields(std::string job);
 
