@@ -993,9 +993,12 @@ std::optional<std::uint64_t> stop_on_a_plt_stub(os::Pid pid, const std::string& 
       break;
     }
   }
-  // Let go with SIGSTOP injected: it is delivered before the next instruction, so the process
-  // stays on the stub; without a stub, let go plainly.
-  ::ptrace(PTRACE_DETACH, pid.value, nullptr, reinterpret_cast<void*>(static_cast<long>(stub ? SIGSTOP : 0)));
+  // Queue a SIGSTOP while the process is held, then let go: it stops before its next instruction,
+  // so it stays on the stub. Not PTRACE_DETACH's signal argument: when the stub is found at the
+  // first look, the thread is in PTRACE_INTERRUPT's event stop, where the kernel ignores that
+  // argument, and the process ran on (a CI failure, 2026-12-02).
+  if (stub) ::kill(pid.value, SIGSTOP);
+  ::ptrace(PTRACE_DETACH, pid.value, nullptr, nullptr);
   return stub;
 }
 
