@@ -181,7 +181,7 @@ StasisDecision StasisModel::observe_late(const Observation& o) {
   describe_run(o, 0, d);
 
   active_run_.clear();
-  excursion_.reset();
+  excursions_.clear();
   previous_active_ = o.active_path;
   previous_active_ranks_ = o.active_ranks;
   previous_active_t_ = o.t;
@@ -197,6 +197,12 @@ void StasisModel::describe_run(const Observation& o, double test_alpha, StasisDe
   d.early_applies =
       first_trials_ >= config_.early_min_pairs &&
       static_cast<double>(first_hits_) <= config_.early_max_still_share * static_cast<double>(first_trials_);
+  if (test_alpha > 0 && first_bound_ <= test_alpha) {
+    d.new_place_streak = 1;
+  } else if (test_alpha > 0 && continue_bound_ < 1) {
+    const double needed = 1 + std::ceil(std::log(test_alpha / first_bound_) / std::log(continue_bound_) - 1e-9);
+    if (needed < 1e9) d.new_place_streak = static_cast<int>(needed);
+  }
   d.streak = static_cast<int>(held_.size());
   d.streak_onset = held_onset_;
   if (d.streak > 0) {
@@ -304,20 +310,25 @@ void StasisModel::step_active(const Observation& o) {
 void StasisModel::observe_active(const Observation& o, StasisDecision& d) {
   // The model-free rule watches the active ranks (set_signature.h): in a code that busy-waits, the
   // waiting ranks hop between the polling calls of their loops, hung or not, and say nothing. They
-  // also step out of their loops now and then (hpcc's RandomAccess applies updates between polls)
-  // while a hung rank stays where it is: one observation in which an extra rank was active, or in
-  // which too little could be read, does not end a run that the next observation continues. The
-  // run's own ranks moving (the same number of active ranks elsewhere) always ends it.
-  if (excursion_) {
-    const Observation excursion = *excursion_;
-    excursion_.reset();
-    const bool resumed = has_active_rank(o) && o.active_path == previous_active_ && few_active_outside(o);
-    if (!resumed) step_active(excursion);
-  } else if (!active_run_.empty() && o.active_path != previous_active_ && o.active_path != kEveryoneWaiting &&
-             (o.active_path == 0 || (o.active_ranks > 0 && o.active_ranks > active_run_ranks_))) {
-    excursion_ = o;  // judged by the next observation
+  // also step out of their loops now and then (hpcc's RandomAccess applies updates between polls,
+  // ps_poller's ranks work between polls, now and then in two or three samples in a row) while a
+  // hung rank stays where it is: a few observations in which an extra rank was active, or in which
+  // too little could be read, do not end a run that the next observation continues. The run's own
+  // ranks moving (the same number of active ranks elsewhere), everyone waiting, or more than
+  // kMostExcursions such observations in a row always end it.
+  const bool resumed = has_active_rank(o) && o.active_path == previous_active_ && few_active_outside(o);
+  const bool excursion = !active_run_.empty() && !resumed && o.active_path != previous_active_ &&
+                         o.active_path != kEveryoneWaiting &&
+                         (o.active_path == 0 || (o.active_ranks > 0 && o.active_ranks > active_run_ranks_));
+  if (excursion && excursions_.size() < kMostExcursions) {
+    excursions_.push_back(o);  // judged by the next observation that is none
+  } else {
+    if (!resumed) {
+      for (const Observation& earlier : excursions_) step_active(earlier);
+    }
+    excursions_.clear();
+    step_active(o);
   }
-  if (!excursion_) step_active(o);
   describe_active_run(o, d);
 }
 
@@ -352,7 +363,7 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
     // Not on an observation still to be judged (an excursion): the next one says what it was.
     d.early_fired = config_.enabled && (shown_moving || active_run_counted_) &&
                     d.early_streak >= config_.early_min_observations && o.t - d.early_onset >= d.early_needed &&
-                    !excursion_;
+                    excursions_.empty();
   }
 }
 

@@ -97,6 +97,22 @@ TEST_F(ReplayCli, AnOverloadedHealthyPollingCodeIsNotAHang) {
   EXPECT_EQ(summary["observations"].get<int>(), 165);
 }
 
+// A real 4-rank ps_poller (every wait an MPI_Test/MPI_Iprobe loop) whose rank 1 began to spin at
+// t = 2.2 s, 0.8 s after the first stasis tests: the S model was built from the hung samples, and
+// the others' steps out of their loops, two in a row now and then, ended the spinner's run before
+// it lasted the 20 s it needs beside busy-waiting ranks, each time raising the floor (3 x the
+// longest run ended), so it was never found. Steps out of up to three observations no longer end
+// a run (stats/stasis.h).
+TEST_F(ReplayCli, ARankSpinningBesidePollersFromItsFirstSecondsIsFound) {
+  const auto result = run("replay --json --quiet " PARASTACK_TEST_DATA "/poller-spin-early.trace.jsonl");
+  EXPECT_EQ(result.status, 3) << result.out;
+  const auto summary = last_json_line(result.out);
+  EXPECT_EQ(summary["verdict"], "hang") << result.out;
+  EXPECT_EQ(summary["evidence"], "early-stasis") << result.out;
+  // The spin began at 2.18 s: 20 s of standstill beside busy-waiting ranks, and a few samples.
+  EXPECT_LT(summary["detected_t"].get<double>(), 2.18 + 20 + 1) << result.out;
+}
+
 TEST_F(ReplayCli, TextOutputShowsEveryDecisionAndTheVerdict) {
   const auto path = write_trace("hang.jsonl", healthy_then_hang());
   const auto result = run("replay " + path);

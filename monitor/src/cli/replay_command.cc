@@ -58,7 +58,9 @@ nlohmann::json decision_json(const stats::Decision& d) {
         {"s_steps", std::vector<double>(d.stasis.step_bounds.begin(), d.stasis.step_bounds.begin() + d.stasis.steps)},
         {"s", d.stasis.continue_bound},
         {"early_run", d.stasis.early_streak},
-        {"early_needed", d.stasis.early_needed}};
+        {"early_needed", d.stasis.early_needed},
+        {"early_applies", d.stasis.early_applies}};
+    if (d.stasis.early_streak > 0) j["stasis"]["early_onset"] = d.stasis.early_onset;
   }
   if (d.verdict == stats::Verdict::Hang) j["evidence"] = stats::to_string(d.evidence);
   return j;

@@ -37,7 +37,10 @@ constexpr double kUnreadNotice = 10;
 // counted as watched or not (RunReport::coverage).
 bool account_coverage(Coverage& coverage, const stats::HangModel& model, const stats::Decision& d, double& last_t) {
   const auto& st = d.stasis;
-  const bool stasis_on = model.config().stasis.enabled && (st.early_applies || st.first_bound < 1);
+  // The stasis model watches once a run at a place never seen in health could fire within the
+  // longest streak the S model is allowed to need; before that its bounds are all but 1.
+  const bool stasis_model_on = st.new_place_streak > 0 && st.new_place_streak <= model.config().max_required_streak;
+  const bool stasis_on = model.config().stasis.enabled && (st.early_applies || stasis_model_on);
   if (stasis_on && !coverage.stasis_since) coverage.stasis_since = d.observation.t;
   if (model.ready() && !coverage.model_since) coverage.model_since = model.ready_since();
   const double span = std::max(0.0, d.observation.t - last_t);

@@ -107,6 +107,10 @@ struct StasisDecision {
   bool early_applies = false;  // the job has shown that its paths move, or its ranks are counted (see above)
   bool fired = false;          // the model's test fired
   bool early_fired = false;    // the model-free rule fired
+  // The shortest run at a place never seen in health that fires at this alpha (0: none, or > 1e9):
+  // how far the model can see. A model of a few pairs, mostly still, has c+ and s+ near 1 and
+  // would need millions of observations: it watches nothing yet.
+  int new_place_streak = 0;
 };
 
 // The run's bound as a product, "c x s_1 x s^(L-1-steps)", for reports and replay.
@@ -196,7 +200,9 @@ class StasisModel {
   bool active_run_all_in_mpi_ = true;       // none of its active ranks was outside MPI
   bool active_run_counted_ = false;         // it and the observation it began after were counted
   bool previous_active_counted_ = false;
-  std::optional<Observation> excursion_;  // an observation that may have been another rank's step out
+  // Observations in a row that may have been other ranks' steps out of their loops (observe_active).
+  static constexpr std::size_t kMostExcursions = 3;
+  std::vector<Observation> excursions_;
 };
 
 }  // namespace parastack::stats
