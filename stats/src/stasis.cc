@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,17 @@ namespace {
 
 // The first bounds need a few pairs; before that the model cannot test (c+ = s+ = 1).
 constexpr std::uint64_t kFirstRefreshPairs = 8;
+
+// How many more observations, each bounded by `each`, take a run's bound from `bound` to at most
+// alpha: 0 when it is there already; none when that takes a billion or more (or never).
+std::optional<int> steps_to_fire(double bound, double each, double alpha) {
+  if (!(alpha > 0)) return std::nullopt;
+  if (bound <= alpha) return 0;
+  if (!(each < 1)) return std::nullopt;
+  const double steps = std::max(1.0, std::ceil(std::log(alpha / bound) / std::log(each) - 1e-9));
+  if (!(steps < 1e9)) return std::nullopt;
+  return static_cast<int>(steps);
+}
 
 }  // namespace
 
@@ -197,12 +209,8 @@ void StasisModel::describe_run(const Observation& o, double test_alpha, StasisDe
   d.early_applies =
       first_trials_ >= config_.early_min_pairs &&
       static_cast<double>(first_hits_) <= config_.early_max_still_share * static_cast<double>(first_trials_);
-  if (test_alpha > 0 && first_bound_ <= test_alpha) {
-    d.new_place_streak = 1;
-  } else if (test_alpha > 0 && continue_bound_ < 1) {
-    const double needed = 1 + std::ceil(std::log(test_alpha / first_bound_) / std::log(continue_bound_) - 1e-9);
-    if (needed < 1e9) d.new_place_streak = static_cast<int>(needed);
-  }
+  // A place never seen is bounded by the pooled s+ at every depth (place_bound).
+  if (const auto steps = steps_to_fire(first_bound_, continue_bound_, test_alpha)) d.new_place_streak = 1 + *steps;
   d.streak = static_cast<int>(held_.size());
   d.streak_onset = held_onset_;
   if (d.streak > 0) {
@@ -222,12 +230,11 @@ void StasisModel::describe_run(const Observation& o, double test_alpha, StasisDe
     for (int length = 1; length <= d.steps + 1 && d.required_streak == 0; ++length) {
       if (bound_of(length) <= test_alpha) d.required_streak = length;
     }
-    if (d.required_streak == 0 && d.continue_bound < 1 && test_alpha > 0) {
+    if (d.required_streak == 0) {
       // A bound just below 1 asks for billions of observations: none, as far as anyone waits.
-      const double after_steps = bound_of(d.steps + 1);
-      const double needed =
-          d.steps + 1 + std::ceil(std::log(test_alpha / after_steps) / std::log(d.continue_bound) - 1e-9);
-      if (needed < 1e9) d.required_streak = static_cast<int>(needed);
+      if (const auto steps = steps_to_fire(bound_of(d.steps + 1), d.continue_bound, test_alpha)) {
+        d.required_streak = d.steps + 1 + *steps;
+      }
     }
   }
 }
