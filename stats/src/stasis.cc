@@ -357,16 +357,21 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
         static_cast<double>(still_links_) <= config_.early_max_still_share * static_cast<double>(links_.size());
     const bool familiar = left_places_.size() >= kMaxActivePlaces || left_places_.contains(previous_active_);
     const double habit = mostly_moving || !familiar ? 1 : config_.early_habit_factor;
-    // Beside busy-waiting ranks, which may be working, a standstill must last longer; and one in
-    // which every active rank is blocked in MPI is never enough: a healthy hpcc on an overloaded
-    // node kept two or three ranks in MPI_Waitany for 5 s, and for 22 s, while the others worked
-    // on inside their MPI_Testany loops. Only the models, or MPI's own progress, can judge that.
+    // Beside busy-waiting ranks, which may be working, a standstill must last longer.
     const double minimum =
         config_.early_min_seconds * (active_run_beside_waiters_ ? config_.early_waiting_factor : 1) * habit;
-    d.early_needed = active_run_beside_waiters_ && active_run_all_in_mpi_
-                         ? std::numeric_limits<double>::infinity()
-                         : std::max({minimum, config_.early_age_fraction * d.early_onset,
-                                     config_.early_run_factor * longest_active_run_});
+    d.early_needed =
+        std::max({minimum, config_.early_age_fraction * d.early_onset, config_.early_run_factor * longest_active_run_});
+    // And much longer when every active rank is blocked in MPI beside them: those ranks wait for the
+    // busy-waiting ones, which may work inside their loops (a healthy hpcc on an overloaded node
+    // kept two or three ranks in MPI_Waitany for 5 s, and for 22 s, while the others worked on
+    // inside their MPI_Testany loops). At a place the job never left (a deadlock's receive) only a
+    // standstill four times the usual one is a hang; at one it has left, none is: only the models,
+    // or MPI's own progress, can judge that.
+    if (active_run_beside_waiters_ && active_run_all_in_mpi_) {
+      d.early_needed =
+          familiar ? std::numeric_limits<double>::infinity() : config_.early_blocked_factor * d.early_needed;
+    }
     // Not on an observation still to be judged (an excursion): the next one says what it was.
     d.early_fired = config_.enabled && (shown_moving || active_run_counted_) &&
                     d.early_streak >= config_.early_min_observations && o.t - d.early_onset >= d.early_needed &&

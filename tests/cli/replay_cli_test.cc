@@ -113,6 +113,23 @@ TEST_F(ReplayCli, ARankSpinningBesidePollersFromItsFirstSecondsIsFound) {
   EXPECT_LT(summary["detected_t"].get<double>(), 2.18 + 20 + 1) << result.out;
 }
 
+// A real trace (tests/data): Debian's hpcc, 4 ranks, no progress library; 5.7 s in, rank 1 entered a
+// receive nobody sends (bench/watchdog.sh's deadlock) while the others polled for it for ever in
+// their MPI_Test and MPI_Testany loops. Every active rank blocked in MPI beside busy-waiting ranks,
+// at a place the job never left: a hang after four times the 20 s the rule needs beside them
+// (stats/stasis.h). Until 2026-12-03 it was never found.
+TEST_F(ReplayCli, ADeadlockBesidePollersIsFoundAfterFourTimesTheWait) {
+  const auto result = run("replay --json --quiet " PARASTACK_TEST_DATA "/hpcc-deadlock-beside-pollers.trace.jsonl");
+  EXPECT_EQ(result.status, 3) << result.out;
+  const auto summary = last_json_line(result.out);
+  EXPECT_EQ(summary["verdict"], "hang") << result.out;
+  EXPECT_EQ(summary["evidence"], "early-stasis") << result.out;
+  const double onset = summary["onset_t"].get<double>();
+  EXPECT_NEAR(onset, 5.6, 0.2) << result.out;
+  EXPECT_GE(summary["detected_t"].get<double>() - onset, 80) << result.out;
+  EXPECT_LT(summary["detected_t"].get<double>() - onset, 80 + 1) << result.out;
+}
+
 TEST_F(ReplayCli, TextOutputShowsEveryDecisionAndTheVerdict) {
   const auto path = write_trace("hang.jsonl", healthy_then_hang());
   const auto result = run("replay " + path);

@@ -29,8 +29,10 @@
 //    lasting at least early_min_observations and max(early_min_seconds, early_age_fraction x the
 //    job's age when it began, early_run_factor x the longest such run this job has shown and
 //    ended), with early_waiting_factor x early_min_seconds as the minimum when other ranks
-//    busy-wait beside the active ones (they may be the ones working; and when every active rank is
-//    then blocked in MPI, never: only the models can judge that), and
+//    busy-wait beside the active ones (they may be the ones working), early_blocked_factor times
+//    all that when every active rank is then blocked in MPI at a place the job never saw its ranks
+//    leave (they wait for the busy-waiting ones, which may work inside their loops for a while; at
+//    a place they did leave, never: only the models can judge that), and
 //    early_habit_factor times that when more than early_max_still_share of the job's links (an
 //    observation with active ranks after another, others between allowed) were still and the run
 //    sits at a place whose ranks the job has seen leave it for real: long runs there are this
@@ -71,8 +73,11 @@ struct StasisConfig {
   int early_min_observations = 8;
   double early_run_factor = 3;
   // ... and this many times early_min_seconds when other ranks busy-wait beside the active ones
-  // (they may be working inside their polling loops; never enough when no active rank computes).
+  // (they may be working inside their polling loops).
   double early_waiting_factor = 4;
+  // ... and this many times all of it when, beside busy-waiting ranks, every active rank is blocked
+  // in MPI at a place never left (at one the job has left: never enough).
+  double early_blocked_factor = 4;
   // ... and this many times more when the job's active ranks mostly stood still (more than
   // early_max_still_share of the links) and the run is at a place it had shown before.
   double early_habit_factor = 4;
