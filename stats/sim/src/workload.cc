@@ -29,6 +29,8 @@ constexpr std::uint64_t kComputePath = 0x1000;
 std::uint64_t call_path(int call) { return 0x2000 + static_cast<std::uint64_t>(call + 8); }
 constexpr std::uint64_t kCheckpointPath = 0x4000;
 constexpr std::uint64_t kSerialEndPath = 0x5000;  // rank 0 summing up alone
+constexpr std::uint64_t kWorkLoopPath = 0x6000;   // a polling loop the rank works in (work_polls)
+constexpr std::uint64_t kStepOutPath = 0x7000;    // the code it calls between two polls
 
 // A rank in MPI_Finalize has no path (the sampler gives it none).
 stats::RankSnapshot finished_snapshot() { return {stats::RankState::InMpi, "MPI_Finalize", 0}; }
@@ -140,11 +142,23 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time, const S
   const double release = std::min(
       cycle_length, offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
   const int calls = std::max(1, shape_.mpi_calls_per_cycle);
-  if (tau < offset) return {false, calls - 1, 0};
-  if (tau < offset + compute) return {true, 0, offset + compute - tau};
-  if (tau < release || calls == 1) return {false, 0, 0};
-  const int call = 1 + static_cast<int>((calls - 1) * (tau - release) / (cycle_length - release));
-  return {false, std::min(call, calls - 1), 0};
+  // Completed MPI calls: per cycle the polls that found work, then the cycle's calls; at a cycle's
+  // start a rank is still in the previous cycle's last call.
+  const std::uint64_t work = shape_.work_polls ? static_cast<std::uint64_t>(shape_.work_messages_per_cycle) : 0;
+  const std::uint64_t base = 1 + (block << 40) + cycle * (work + static_cast<std::uint64_t>(calls));
+  if (tau < offset) return {false, calls - 1, 0, base - 1};
+  if (tau < offset + compute) {
+    const auto done = static_cast<std::uint64_t>(static_cast<double>(work) * (tau - offset) / compute);
+    return {true, 0, offset + compute - tau, base + std::min(done, work)};
+  }
+  if (tau < release || calls == 1) return {false, 0, 0, base + work};
+  const int call = std::min(calls - 1, 1 + static_cast<int>((calls - 1) * (tau - release) / (cycle_length - release)));
+  return {false, call, 0, base + work + static_cast<std::uint64_t>(call)};
+}
+
+std::uint64_t SyntheticJob::completed_calls(int rank, double t) const {
+  const Moment m = moment(t);
+  return position(rank, m.app_time, m.slowdown).completed;
 }
 
 stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t) const {
@@ -158,10 +172,33 @@ stats::RankSnapshot SyntheticJob::waiting_snapshot(int rank, int call, double t)
   return {stats::RankState::InMpi, call_name(call), call_path(call)};
 }
 
+stats::RankSnapshot SyntheticJob::polling_work_snapshot(int rank, double t, bool may_step_out) const {
+  const auto r = static_cast<std::uint64_t>(rank);
+  if (may_step_out && shape_.step_out_fraction > 0 &&
+      uniform(r, static_cast<std::uint64_t>(t / shape_.step_out_seconds), 7) < shape_.step_out_fraction) {
+    return {stats::RankState::OutMpi, {}, kStepOutPath};
+  }
+  if (uniform(r, std::bit_cast<std::uint64_t>(t), 4) < shape_.poll_out_fraction) {
+    return {stats::RankState::OutMpi, {}, kWorkLoopPath};
+  }
+  return {stats::RankState::InMpi, call_name(kTest), kWorkLoopPath};
+}
+
+int SyntheticJob::deadlocked_rank() const {
+  return std::min(shape_.ranks - 1, static_cast<int>(uniform(9, 0, 0) * shape_.ranks));
+}
+
 stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
   const auto& faulty = fault_.faulty_ranks;
   if (fault_.kind == FaultKind::Computation && std::find(faulty.begin(), faulty.end(), rank) != faulty.end()) {
     return {stats::RankState::OutMpi, {}, kComputePath};  // spinning or sleeping in its own code
+  }
+  if (shape_.work_polls) {
+    // Nothing arrives to work on: no more steps out of the loop.
+    if (fault_.kind == FaultKind::Deadlock && rank == deadlocked_rank()) {
+      return {stats::RankState::InMpi, call_name(kRecv), call_path(kRecv)};
+    }
+    return polling_work_snapshot(rank, t, false);
   }
   // Everybody else finishes the computation under way at the onset, then blocks for good.
   const Moment at_onset = moment(fault_.onset);
@@ -184,6 +221,17 @@ stats::RankSnapshot SyntheticJob::hung_snapshot(int rank, double t) const {
 }
 
 stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
+  stats::RankSnapshot s = uncounted_snapshot(rank, t);
+  if (shape_.progress_counts) {
+    // In a hang nothing completes; a rank polls in vain while it is in a polling loop.
+    const bool hung = fault_.kind != FaultKind::None && t >= fault_.onset;
+    s.mpi_completed = completed_calls(rank, hung ? fault_.onset : t);
+    s.mpi_polled = s.path == kWorkLoopPath || s.mpi_function == call_name(kTest);
+  }
+  return s;
+}
+
+stats::RankSnapshot SyntheticJob::uncounted_snapshot(int rank, double t) const {
   if (fault_.kind != FaultKind::None && t >= fault_.onset) return hung_snapshot(rank, t);
   if (t >= serial_end_at_)
     return rank == 0 ? stats::RankSnapshot{stats::RankState::OutMpi, {}, kSerialEndPath} : finished_snapshot();
@@ -192,11 +240,15 @@ stats::RankSnapshot SyntheticJob::snapshot(int rank, double t) const {
     return {stats::RankState::InMpi, "MPI_File_write_all", kCheckpointPath};
   }
   const Position p = position(rank, m.app_time, m.slowdown);
-  if (p.computing) return {stats::RankState::OutMpi, {}, kComputePath};
+  if (p.computing) {
+    return shape_.work_polls ? polling_work_snapshot(rank, t, true)
+                             : stats::RankSnapshot{stats::RankState::OutMpi, {}, kComputePath};
+  }
   return waiting_snapshot(rank, p.call, t);
 }
 
 bool SyntheticJob::is_out(int rank, double t) const {
+  if (shape_.work_polls) return snapshot(rank, t).state == stats::RankState::OutMpi;
   if (fault_.kind != FaultKind::None && t >= fault_.onset) {
     return hung_snapshot(rank, t).state == stats::RankState::OutMpi;
   }
@@ -315,6 +367,30 @@ std::vector<WorkloadShape> standard_shapes() {
        .last_message_deadlocks = true,
        .min_job_hours = 5.0 / 60,
        .max_job_hours = 2},
+      // hpcc's RandomAccess on a node (docs/statistics.md, "Ranks blocked beside busy-waiting
+      // ones"): ranks work inside their MPI_Testany loops, and those done wait blocked for up to
+      // 17 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
+      {.name = "poll-and-block",
+       .description = "16 ranks work inside MPI_Test loops (0.1% in stretches outside them) and block for up "
+                      "to about 17 s beside the slower ones; 30 s cycles, 60%, +-40% imbalance",
+       .ranks = 16,
+       .ranks_per_node = 16,
+       .phases = {{30.0, 0.6}},
+       .imbalance = 0.4,
+       .mpi_calls_per_cycle = 2,
+       .work_polls = true,
+       .step_out_fraction = 0.001},
+      {.name = "poll-and-block-counted",
+       .description = "poll-and-block run with the progress library (--mpi-progress): each sample carries the "
+                      "rank's count of completed MPI calls, 1000 polls a cycle find work",
+       .ranks = 16,
+       .ranks_per_node = 16,
+       .phases = {{30.0, 0.6}},
+       .imbalance = 0.4,
+       .mpi_calls_per_cycle = 2,
+       .work_polls = true,
+       .step_out_fraction = 0.001,
+       .progress_counts = true},
   };
 }
 

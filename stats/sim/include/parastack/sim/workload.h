@@ -8,7 +8,8 @@
 // Transient slowdowns stretch the job's timeline: a straggler node computes `factor` times slower
 // while everybody else waits for it; system noise briefly slows the whole job. A hang freezes the
 // faulty ranks in computation (or, for a deadlock, nobody) and blocks the others at their next MPI
-// call, where busy-waiting codes keep polling MPI_Test.
+// call, where busy-waiting codes keep polling MPI_Test. Codes whose work runs inside a polling loop
+// (WorkloadShape::work_polls) poll while they work and block while they wait.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,21 @@ struct WorkloadShape {
   double checkpoint_min_seconds = 10, checkpoint_max_seconds = 120;
   double checkpoint_bytes_per_second = 200e6;  // per aggregator (one per node)
   bool poll_every_call = false;                // every MPI call is a polling loop (all-polling codes)
+  // The work runs inside a polling loop and the waits block (hpcc's RandomAccess: a rank applies
+  // updates between MPI_Testany polls, and once done blocks in MPI_Waitany for the slowest). While
+  // it works a rank is seen polling (MPI_Test, or its loop code with poll_out_fraction) or, for
+  // step_out_fraction of its time in stretches of step_out_seconds, in the code it calls between
+  // two polls; ranks done with their work wait, blocked in MPI, beside the ones still polling. In a
+  // hang nothing arrives to work on: the faulty rank spins in its own code, or for a deadlock one
+  // rank waits in a receive nobody sends, and everybody else polls for ever.
+  bool work_polls = false;
+  double step_out_fraction = 0, step_out_seconds = 0.5;
+  // The ranks run with the progress library (parastack run --mpi-progress): each snapshot carries the
+  // rank's count of completed MPI calls (the cycle's calls, and with work_polls the polls that found
+  // work: work_messages_per_cycle of them, spread over its work) and whether it polled in vain
+  // (while it polls). In a hang every count stands still.
+  bool progress_counts = false;
+  int work_messages_per_cycle = 1000;
   // Hang onsets for this shape, uniform in [min, max) seconds; negative: the campaign's default.
   double onset_min_seconds = -1, onset_max_seconds = -1;
   // A job's end (docs/statistics.md, "A job's end"): a healthy job's last seconds, uniform in
@@ -103,14 +119,19 @@ class SyntheticJob {
   };
   struct Position {
     bool computing;
-    int call;             // index of the MPI call when not computing
-    double compute_left;  // timeline seconds until the computation ends, when computing
+    int call;                     // index of the MPI call when not computing
+    double compute_left;          // timeline seconds until the computation ends, when computing
+    std::uint64_t completed = 0;  // MPI calls completed so far (progress_counts)
   };
 
   Moment moment(double t) const;
   Position position(int rank, double app_time, const Slowdown* slowdown) const;
   stats::RankSnapshot hung_snapshot(int rank, double t) const;
+  stats::RankSnapshot uncounted_snapshot(int rank, double t) const;
+  std::uint64_t completed_calls(int rank, double t) const;
   stats::RankSnapshot waiting_snapshot(int rank, int call, double t) const;
+  stats::RankSnapshot polling_work_snapshot(int rank, double t, bool may_step_out) const;
+  int deadlocked_rank() const;
   double uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
 
   WorkloadShape shape_;
