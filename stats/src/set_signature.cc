@@ -62,6 +62,7 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
     }
     const bool waits = busy_waiting(s) || (s.mpi_completed && s.mpi_polled);
     computing |= s.state == RankState::OutMpi && !waits;
+    o.waiting_out += s.state == RankState::OutMpi && waits ? 1 : 0;
     counts += s.mpi_completed ? 1 : 0;
     const bool placed = s.path != 0 || (waits && s.mpi_completed);  // place_of() knows where it is
     if (waits && !s.mpi_completed) {

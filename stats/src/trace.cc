@@ -100,6 +100,12 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
     observation.active_path = observation.path;
     observation.active_out = observation.path != 0 ? observation.n_out : 0;
   }
+  if (json.contains("waiting_out")) {
+    if (!read_field(json, "waiting_out", observation.waiting_out, error)) return TraceError{error};
+    if (observation.waiting_out < 0 || observation.active_out + observation.waiting_out > observation.n_out) {
+      return TraceError{"needs 0 <= waiting_out <= n_out - active_out"};
+    }
+  }
   if (json.contains("finished")) {
     if (!read_field(json, "finished", observation.finished, error)) return TraceError{error};
     if (observation.finished < 0 || observation.finished + observation.active_ranks > observation.n) {
@@ -125,6 +131,7 @@ std::string format_trace_line(const Observation& o) {
   if (o.progressed) json["progressed"] = true;
   if (o.late_by > 0) json["late_by"] = o.late_by;
   if (o.finished != 0) json["finished"] = o.finished;
+  if (o.waiting_out != 0) json["waiting_out"] = o.waiting_out;
   if (o.serial_end) json["serial_end"] = true;
   if (o.path != 0 || o.active_path != 0) {
     // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.

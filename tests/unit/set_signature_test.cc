@@ -33,6 +33,8 @@ TEST(SetSignatures, BusyWaitingRanksAreLeftOutOfTheActiveSignature) {
   EXPECT_TRUE(a.polling);
   EXPECT_EQ(b.n_out, 2);       // S counts the poller seen in its loop code, as the paper's S does
   EXPECT_EQ(b.active_out, 1);  // ... but it waits: only the spinning rank is active
+  EXPECT_EQ(b.waiting_out, 1);
+  EXPECT_TRUE(few_outside(b));  // one rank outside MPI that does not wait: the picture of a hang
   EXPECT_EQ(a.active_path, b.active_path);
   EXPECT_NE(a.active_path, 0u);
   EXPECT_NE(a.active_path, kEveryoneWaiting);

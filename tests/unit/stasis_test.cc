@@ -238,6 +238,31 @@ TEST(Stasis, UnknownPathsAndManyRanksOutsideAreNeverStill) {
   EXPECT_FALSE(s.feed(9, 1e-9, 2).still);  // 2 of 4 outside MPI: not the picture of a hang
 }
 
+// hpcc at 4 ranks: rank 1 spins, the others poll in one loop and now and then a sample finds one
+// of them in the loop's own code. That poller waits (§3.3): the set is still, with one rank
+// outside MPI that counts. Counted as a second rank outside, it cut the hang's run, the cut run
+// was learned as healthy stillness, and the hang's place could never fire again.
+TEST(Stasis, ABusyWaitingRankSeenInItsLoopCodeDoesNotCutTheRun) {
+  SetSignatures signatures;
+  Stream s;
+  const RankSnapshot spinning{RankState::OutMpi, {}, 7};
+  const RankSnapshot polling{RankState::InMpi, "MPI_Test", 20};
+  const RankSnapshot in_loop_code{RankState::OutMpi, {}, 20};
+  int longest = 0;
+  for (int i = 0; i < 50; ++i) {
+    s.t += 0.1;
+    const auto o = signatures.observe(
+        s.t, 0, {polling, spinning, i % 5 == 4 ? in_loop_code : polling, i % 7 == 6 ? in_loop_code : polling});
+    EXPECT_LE(o.waiting_out, 2);
+    const auto d = s.model.observe(o, 1e-9);
+    if (i > 0) {
+      EXPECT_TRUE(d.still) << "observation " << i << ": n_out " << o.n_out << ", waiting_out " << o.waiting_out;
+    }
+    longest = std::max(longest, d.streak);
+  }
+  EXPECT_EQ(longest, 49);
+}
+
 // The model-free rule: no model needed, so a hang in the first seconds is found.
 TEST(Stasis, TheModelFreeRuleFiresAfterItsMinimumOnAJobThatHasMoved) {
   StasisConfig config;

@@ -106,6 +106,21 @@ TEST(Trace, FinishedRanksAndTheSerialEndRoundTripAndOldTracesHaveNone) {
   }
 }
 
+// Busy-waiting ranks seen outside MPI: written only when there were some, read back, never more
+// than the ranks outside MPI that are not active.
+TEST(Trace, WaitingRanksOutsideMpiRoundTripAndOldTracesHaveNone) {
+  Observation o{3.25, 0, 2, 4, 0x9, true, 0xabc, 1, 1};
+  EXPECT_EQ(format_trace_line(o).find("waiting_out"), std::string::npos);
+  o.waiting_out = 1;
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(format_trace_line(o))).waiting_out, 1);
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":2,"n":4})")).waiting_out, 0);
+  for (const char* bad : {R"({"t":1,"set":0,"n_out":2,"n":4,"active":"abc","active_out":1,"waiting_out":2})",
+                          R"({"t":1,"set":0,"n_out":2,"n":4,"waiting_out":-1})",
+                          R"({"t":1,"set":0,"n_out":2,"n":4,"waiting_out":"1"})"}) {
+    EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(bad))) << bad;
+  }
+}
+
 // How late an observation came: written only when it was, read back, and never negative.
 TEST(Trace, LatenessRoundTripsAndOldTracesAreOnTime) {
   Observation o{3.25, 0, 1, 4};

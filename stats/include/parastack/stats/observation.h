@@ -25,6 +25,10 @@ struct Observation {
   std::uint64_t active_path = 0;
   int active_out = 0;
   int active_ranks = 0;  // how many ranks active_path covers (0 where unknown, as in old traces)
+  // Busy-waiting ranks of the set that were OUT_MPI: seen in their polling loop's own code. They
+  // wait as surely as the ones seen in MPI_Test (§3.3 reads busy-waiting as IN_MPI), so they do
+  // not make a set "many outside" (few_outside). 0 in traces without it.
+  int waiting_out = 0;
   // Ranks of the set in MPI_Finalize (set_signature.h): they have done their part of the job and
   // take part in no more communication. Beside ranks that all wait in MPI they count as known for
   // active_path, and none of them can be working unseen. 0 in traces without it.
@@ -52,8 +56,13 @@ struct Observation {
   double late_by = 0;
 };
 
-// n_out <= max(1, n / 4): few of the set's ranks outside MPI, the paper's picture of a hang.
-inline bool few_outside(const Observation& o) { return o.n > 0 && o.n_out <= (o.n / 4 > 1 ? o.n / 4 : 1); }
+// At most max(1, n / 4) of the set's ranks outside MPI, busy-waiting ones not counted: the paper's
+// picture of a hang. (Counted, a hung spinner beside pollers of which one was seen in its loop
+// code was "many outside" at 4 ranks; the cut run was learned as healthy stillness and its place
+// could never fire again.)
+inline bool few_outside(const Observation& o) {
+  return o.n > 0 && o.n_out - o.waiting_out <= (o.n / 4 > 1 ? o.n / 4 : 1);
+}
 inline bool has_active_rank(std::uint64_t active_path) { return active_path != 0 && active_path != kEveryoneWaiting; }
 inline bool has_active_rank(const Observation& o) { return has_active_rank(o.active_path); }
 
