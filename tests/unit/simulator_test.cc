@@ -214,8 +214,10 @@ TEST(Simulator, PollAndBlockRanksBlockBesideRanksWorkingInsideTheirPollingLoops)
   const SyntheticJob job(shape, 3, 3600, {});
   // The longest stretch in the first ten cycles in which some rank is blocked in MPI (not polling)
   // while some other rank polls: a healthy standstill beside pollers.
-  double longest = 0, since = -1;
-  for (double t = 0; t < 300; t += 0.05) {
+  // And every rank blocked, nobody working: only the cycle's collective, never long (in a job
+  // whose every rank is sampled and counted, a long one would rightly be a hang).
+  double longest = 0, since = -1, longest_all_blocked = 0, all_blocked_since = -1;
+  for (double t = 0; t < 300; t += 0.01) {
     int blocked = 0, polling = 0;
     for (int r = 0; r < shape.ranks; ++r) {
       const auto s = job.snapshot(r, t);
@@ -228,9 +230,16 @@ TEST(Simulator, PollAndBlockRanksBlockBesideRanksWorkingInsideTheirPollingLoops)
     } else {
       since = -1;
     }
+    if (blocked == shape.ranks) {
+      if (all_blocked_since < 0) all_blocked_since = t;
+      longest_all_blocked = std::max(longest_all_blocked, t - all_blocked_since);
+    } else {
+      all_blocked_since = -1;
+    }
   }
   EXPECT_GT(longest, 10.0);
   EXPECT_LT(longest, 30.0);
+  EXPECT_LT(longest_all_blocked, 0.2);
 
   const SyntheticJob deadlocked(shape, 4, 3600, Fault{FaultKind::Deadlock, 100, {}});
   int in_recv = 0, polling = 0;

@@ -131,16 +131,27 @@ SyntheticJob::Position SyntheticJob::position(int rank, double app_time, const S
   const auto r = static_cast<std::uint64_t>(rank);
 
   const double offset = shape_.cycle_offset * cycle_length * uniform(cycle_id, 1, 0);
-  const double relative =
-      1 + shape_.imbalance * (2 * uniform(r, 2, 0) - 1) + shape_.rank_jitter * (2 * uniform(r, cycle_id, 3) - 1);
-  double compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0, cycle_length - offset);
+  const auto relative_of = [&](std::uint64_t q) {
+    return 1 + shape_.imbalance * (2 * uniform(q, 2, 0) - 1) + shape_.rank_jitter * (2 * uniform(q, cycle_id, 3) - 1);
+  };
+  const double relative = relative_of(r);
+  double compute = 0, release = 0;
+  if (shape_.wait_for_actual_slowest) {
+    double slowest = 0;
+    for (int q = 0; q < shape_.ranks; ++q) slowest = std::max(slowest, relative_of(static_cast<std::uint64_t>(q)));
+    const double span = std::max(0.0, cycle_length - offset - shape_.collective_seconds);
+    compute = span * relative / slowest;
+    release = offset + span;
+  } else {
+    compute = std::clamp(phase.compute_fraction * cycle_length * relative, 0.0, cycle_length - offset);
+    // The slowest rank can finish no later than this: until then the early ones wait in call 0.
+    release = std::min(cycle_length,
+                       offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
+  }
   // Outside the straggler node, ranks finish their work in 1/factor of the stretched timeline.
   if (slowdown && slowdown->kind == Slowdown::Kind::Straggler && rank / shape_.ranks_per_node != slowdown->node) {
     compute /= slowdown->factor;
   }
-  // The slowest rank can finish no later than this: until then the early ones wait in call 0.
-  const double release = std::min(
-      cycle_length, offset + phase.compute_fraction * cycle_length * (1 + shape_.imbalance + shape_.rank_jitter));
   const int calls = std::max(1, shape_.mpi_calls_per_cycle);
   // Completed MPI calls: per cycle the polls that found work, then the cycle's calls; at a cycle's
   // start a rank is still in the previous cycle's last call.
@@ -369,27 +380,32 @@ std::vector<WorkloadShape> standard_shapes() {
        .max_job_hours = 2},
       // hpcc's RandomAccess on a node (docs/statistics.md, "Ranks blocked beside busy-waiting
       // ones"): ranks work inside their MPI_Testany loops, and those done wait blocked for up to
-      // 17 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
+      // 19 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
       {.name = "poll-and-block",
-       .description = "16 ranks work inside MPI_Test loops (0.1% in stretches outside them) and block for up "
-                      "to about 17 s beside the slower ones; 30 s cycles, 60%, +-40% imbalance",
+       .description =
+           "16 ranks work inside MPI_Test loops (0.1% in stretches outside them) and block for up "
+           "to about 19 s beside the slower ones; 30 s cycles, the slowest working to the end, +-40% imbalance",
        .ranks = 16,
        .ranks_per_node = 16,
        .phases = {{30.0, 0.6}},
+       .cycle_offset = 0.002,
        .imbalance = 0.4,
        .mpi_calls_per_cycle = 2,
        .work_polls = true,
-       .step_out_fraction = 0.001},
+       .step_out_fraction = 0.001,
+       .wait_for_actual_slowest = true},
       {.name = "poll-and-block-counted",
        .description = "poll-and-block run with the progress library (--mpi-progress): each sample carries the "
                       "rank's count of completed MPI calls, 1000 polls a cycle find work",
        .ranks = 16,
        .ranks_per_node = 16,
        .phases = {{30.0, 0.6}},
+       .cycle_offset = 0.002,
        .imbalance = 0.4,
        .mpi_calls_per_cycle = 2,
        .work_polls = true,
        .step_out_fraction = 0.001,
+       .wait_for_actual_slowest = true,
        .progress_counts = true},
   };
 }

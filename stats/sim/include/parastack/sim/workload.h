@@ -58,6 +58,13 @@ struct WorkloadShape {
   // rank waits in a receive nobody sends, and everybody else polls for ever.
   bool work_polls = false;
   double step_out_fraction = 0, step_out_seconds = 0.5;
+  // Ranks wait for the cycle's actual slowest rank, whose work ends collective_seconds before the
+  // cycle does (every rank's work is scaled so; the phase's compute_fraction is not used). Without
+  // it the early ones wait for the slowest rank possible, a stretch in which every rank of the job
+  // waits in MPI and nobody works: in a job whose every rank is sampled, and with the progress
+  // library's counts, that is rightly a hang. O(ranks) per snapshot: small jobs only.
+  bool wait_for_actual_slowest = false;
+  double collective_seconds = 0.05;
   // The ranks run with the progress library (parastack run --mpi-progress): each snapshot carries the
   // rank's count of completed MPI calls (the cycle's calls, and with work_polls the polls that found
   // work: work_messages_per_cycle of them, spread over its work) and whether it polled in vain
