@@ -378,8 +378,8 @@ std::vector<WorkloadShape> standard_shapes() {
        .last_message_deadlocks = true,
        .min_job_hours = 5.0 / 60,
        .max_job_hours = 2},
-      // hpcc's RandomAccess on a node (docs/statistics.md, "Ranks blocked beside busy-waiting
-      // ones"): ranks work inside their MPI_Testany loops, and those done wait blocked for up to
+      // hpcc's RandomAccess on a node (docs/statistics.md, section 3 and Known limits, "Work inside
+      // polling loops"): ranks work inside their MPI_Testany loops, and those done wait blocked for up to
       // 19 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
       {.name = "poll-and-block",
        .description =
