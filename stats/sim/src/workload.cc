@@ -259,7 +259,7 @@ stats::RankSnapshot SyntheticJob::uncounted_snapshot(int rank, double t) const {
 }
 
 bool SyntheticJob::is_out(int rank, double t) const {
-  if (shape_.work_polls) return snapshot(rank, t).state == stats::RankState::OutMpi;
+  if (shape_.work_polls) return uncounted_snapshot(rank, t).state == stats::RankState::OutMpi;
   if (fault_.kind != FaultKind::None && t >= fault_.onset) {
     return hung_snapshot(rank, t).state == stats::RankState::OutMpi;
   }
@@ -289,7 +289,7 @@ std::uint64_t SyntheticJob::io_bytes(int rank, double t) const {
 }
 
 std::vector<WorkloadShape> standard_shapes() {
-  return {
+  std::vector<WorkloadShape> shapes{
       {.name = "stencil-1ms",
        .description = "1 ms halo-exchange cycles, 75% compute",
        .phases = {{0.001, 0.75}},
@@ -378,36 +378,35 @@ std::vector<WorkloadShape> standard_shapes() {
        .last_message_deadlocks = true,
        .min_job_hours = 5.0 / 60,
        .max_job_hours = 2},
-      // hpcc's RandomAccess on a node (docs/statistics.md, section 3 and Known limits, "Work inside
-      // polling loops"): ranks work inside their MPI_Testany loops, and those done wait blocked for up to
-      // 19 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
-      {.name = "poll-and-block",
-       .description =
-           "16 ranks work inside MPI_Test loops (0.1% in stretches outside them) and block for up "
-           "to about 19 s beside the slower ones; 30 s cycles, the slowest working to the end, +-40% imbalance",
-       .ranks = 16,
-       .ranks_per_node = 16,
-       .phases = {{30.0, 0.6}},
-       .cycle_offset = 0.002,
-       .imbalance = 0.4,
-       .mpi_calls_per_cycle = 2,
-       .work_polls = true,
-       .step_out_fraction = 0.001,
-       .wait_for_actual_slowest = true},
-      {.name = "poll-and-block-counted",
-       .description = "poll-and-block run with the progress library (--mpi-progress): each sample carries the "
-                      "rank's count of completed MPI calls, 1000 polls a cycle find work",
-       .ranks = 16,
-       .ranks_per_node = 16,
-       .phases = {{30.0, 0.6}},
-       .cycle_offset = 0.002,
-       .imbalance = 0.4,
-       .mpi_calls_per_cycle = 2,
-       .work_polls = true,
-       .step_out_fraction = 0.001,
-       .wait_for_actual_slowest = true,
-       .progress_counts = true},
   };
+  // hpcc's RandomAccess on a node (docs/statistics.md, section 3 and Known limits, "Work inside
+  // polling loops"): ranks work inside their MPI_Testany loops, and those done wait blocked for up
+  // to 19 s beside them. Its deadlock is one rank in a receive nobody sends beside 15 pollers.
+  const WorkloadShape poll_and_block{
+      .name = "poll-and-block",
+      .description =
+          "16 ranks work inside MPI_Test loops (0.1% in stretches outside them) and block for up "
+          "to about 19 s beside the slower ones; 30 s cycles, the slowest working to the end, +-40% "
+          "imbalance",
+      .ranks = 16,
+      .ranks_per_node = 16,
+      .phases = {{30.0, 0.6}},
+      .cycle_offset = 0.002,
+      .imbalance = 0.4,
+      .mpi_calls_per_cycle = 2,
+      .work_polls = true,
+      .step_out_fraction = 0.001,
+      .wait_for_actual_slowest = true};
+  // The same code with the progress library.
+  WorkloadShape counted = poll_and_block;
+  counted.name = "poll-and-block-counted";
+  counted.description =
+      "poll-and-block run with the progress library (--mpi-progress): each sample carries the rank's count of "
+      "completed MPI calls, 1000 polls a cycle find work";
+  counted.progress_counts = true;
+  shapes.push_back(poll_and_block);
+  shapes.push_back(std::move(counted));
+  return shapes;
 }
 
 }  // namespace parastack::sim
