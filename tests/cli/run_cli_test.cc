@@ -82,6 +82,30 @@ TEST(RunMisuse, InsideAJobAlreadyWatchedItSaysSo) {
   }
 }
 
+// A report's directory that cannot be made (a file is in the way; missing ones are made with the
+// report's first file) is said before the command starts, and the command still runs, watched.
+// A missing directory is no problem.
+TEST(RunMisuse, AReportDirectoryThatCannotBeMadeIsSaidAtOnce) {
+  TempDir dir;
+  std::ofstream(dir.path() / "a-file") << "in the way\n";
+  const auto refused = run_parastack(
+      {"run", "--startup-timeout", "1", "--report", "a-file/hangs/r.json", "--", "sh", "-c", "touch ran; sleep 3"},
+      dir);
+  EXPECT_EQ(refused.status, 5) << refused.err;
+  EXPECT_NE(refused.err.find("the report cannot be written to a-file/hangs/r.json (" +
+                             (dir.path() / "a-file").string() + " is not a directory)"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_LT(refused.err.find("cannot be written"), refused.err.find("watching sh")) << refused.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "ran"));
+  EXPECT_EQ(read_file(dir.path() / "a-file"), "in the way\n");
+
+  const auto missing =
+      run_parastack({"run", "--startup-timeout", "1", "--report", "no/such/dir/r.json", "--", "sleep", "3"}, dir);
+  EXPECT_EQ(missing.status, 5) << missing.err;
+  EXPECT_EQ(missing.err.find("cannot be written"), std::string::npos) << missing.err;
+}
+
 TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {
   TempDir dir;
   for (const auto& bad : std::vector<std::vector<std::string>>{{"--alpha", "2"},

@@ -348,6 +348,23 @@ TEST(Run, TheLaunchersExitStatusPassesThrough) {
   EXPECT_EQ(run.report()["exit_status"], 7);
 }
 
+// A report named by an array task's patterns goes to directories made for it. The array's
+// variables are parastack's only: with SLURM_JOB_ID the job's mpirun would look for an allocation.
+TEST(Run, AReportGoesToTheDirectoriesItsPatternsNameWhichAreMadeForIt) {
+  const std::string job = "unset SLURM_JOB_ID SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID; mpirun --oversubscribe -np 2 " +
+                          test_program("ps_solver") + " blocking 2";
+  TempDir reports;
+  const std::string pattern = (reports.path() / "hangs" / "%A" / "%a-%j.json").string();
+  WatchedRun run({"--report", pattern}, {"sh", "-c", job},
+                 {"SLURM_JOB_ID=1234", "SLURM_ARRAY_JOB_ID=1230", "SLURM_ARRAY_TASK_ID=4"});
+  ASSERT_EQ(run.wait(120s), 0) << run.log();
+  std::ifstream in(reports.path() / "hangs" / "1230" / "4-1234.json");
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_TRUE(std::filesystem::exists(reports.path() / "hangs" / "1230" / "4-1234.txt")) << run.log();
+}
+
 // The job's stdout is the job's alone, byte for byte, even while discovery has problems to log:
 // here a process of another user (nobody) under the launcher claims to be a rank.
 TEST(Run, TheJobsStdoutIsByteIdenticalWhileDiscoveryLogsProblems) {
@@ -412,7 +429,8 @@ TEST(Run, ActionStopLeavesTheRanksStoppedForADebugger) {
 
 TEST(Run, AReportThatCannotBeWrittenGoesToTheLogAndTheHangIsStillActedOn) {
   TempDir scratch;
-  const std::string unwritable = (scratch.path() / "no-such-dir" / "r.json").string();
+  std::ofstream(scratch.path() / "a-file") << "a file where the report's directory should be\n";
+  const std::string unwritable = (scratch.path() / "a-file" / "r.json").string();
   Trigger trigger;
   WatchedRun run({"--report", unwritable, "--log-level", "debug"},
                  mpirun(4, {test_program("ps_solver"), "blocking", "600"}, trigger.fault("spin", 2)));

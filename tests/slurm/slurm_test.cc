@@ -255,18 +255,21 @@ TEST_F(SlurmPlugin, TheMonitorsEndByThemselvesWhenTheBatchScriptEnds) {
 }
 
 // log-file=: the monitors' log goes to the file (at info), the job's stderr stays its own; a file
-// they cannot open ends the monitors, never the job, and the job's stderr says why. %j in the path
-// is the job's id, as in sbatch -o (one #SBATCH line for every job of a script).
+// they cannot open ends the monitors, never the job, and the job's stderr says why. The path's
+// patterns are sbatch -o's (one #SBATCH line for every job of a script): %j the job's id, %A and %a
+// an array task's array and index (the job is an array of one task, index 3, which takes the
+// array's id); its missing directory is made.
 TEST_F(SlurmPlugin, TheMonitorsLogToTheJobsLogFileAndOneTheyCannotOpenLeavesTheJobRunning) {
   const auto not_a_directory = cluster().jobs() / "not-a-directory";
   std::ofstream(not_a_directory) << "a file\n";
+  std::filesystem::remove_all(cluster().jobs() / "logs");
   for (const bool can_open : {true, false}) {
     SCOPED_TRACE(can_open ? "a log file" : "a log file under a file");
-    const std::string path =
-        can_open ? (cluster().jobs() / "monitors-%j.log").string() : (not_a_directory / "monitors.log").string();
-    const auto id = cluster().submit({"-n", "4", "-o", "logged.out", "-e", "logged.err", "--parastack=log-file=" + path,
-                                      solver_script(cluster(), "srun", 5)});
-    const auto log = cluster().jobs() / ("monitors-" + id + ".log");
+    const std::string path = can_open ? (cluster().jobs() / "logs" / "monitors-%A_%a-%j.log").string()
+                                      : (not_a_directory / "monitors.log").string();
+    const auto id = cluster().submit({"-n", "4", "--array=3", "-o", "logged.out", "-e", "logged.err",
+                                      "--parastack=log-file=" + path, solver_script(cluster(), "srun", 5)});
+    const auto log = cluster().jobs() / "logs" / ("monitors-" + id + "_3-" + id + ".log");
     const auto job = cluster().wait_ended(id, 300);
     EXPECT_EQ(job.state, "COMPLETED") << job.record;
     EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;

@@ -493,6 +493,7 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
                    "#PBS -l nodes=1:ppn=4\n"
                    "export OMPI_MCA_mpi_yield_when_idle=1\n"
                    "echo subjob=$PBS_JOBID\n"
+                   "echo array=$SLURM_ARRAY_JOB_ID\n"
                    "seconds=8\n"
                    "if [ \"${PBS_ARRAYID:-$PBS_ARRAY_INDEX}\" = 2 ]; then\n"
                    "  export " +
@@ -507,10 +508,11 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
                        "echo monitors-of-this-subjob=$(pgrep -f \"^[^ ]*parastack-monitor .*--pbs-job "
                        "$PBS_JOBID( |$)\" | wc -l)\n"
                        "exit 7\n");
-  // One report path for every subjob: %j, each subjob's own id, keeps them apart.
-  const auto submitted =
-      cluster().as_user({pbs_parastack(), "-t", "1-2", "-o", "array.o%a", "-e", "array.e%a", "array.sh", "--",
-                         "--log-level", "debug", "--report=" + (cluster().jobs() / "array-%j.json").string()});
+  // One report path for every subjob: %j, each subjob's own id, keeps them apart, and so do %A_%a,
+  // the array's id and the index (in a directory of its own, which the monitors make).
+  const auto submitted = cluster().as_user({pbs_parastack(), "-t", "1-2", "-o", "array.o%a", "-e", "array.e%a",
+                                            "array.sh", "--", "--log-level", "debug",
+                                            "--report=" + (cluster().jobs() / "array-%A_%a" / "%j.json").string()});
   ASSERT_EQ(submitted.status, 0) << submitted.err;
   const std::string id = first_line(submitted.out);
   EXPECT_EQ(submitted.out, id + "\n");
@@ -521,14 +523,16 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
   std::ofstream(trigger).put('\n');
   ASSERT_TRUE(await([&] { return !array_running(); }, 600s)) << read_file(cluster().jobs() / "array.e2");
 
-  // Each subjob's own PBS_JOBID, from its first line.
-  const auto subjob = [&](int index) {
+  // What a subjob's script said: its own PBS_JOBID (subjob=), its array's id (array=).
+  const auto said = [&](int index, const std::string& what) {
     const std::string out = read_file(cluster().jobs() / ("array.o" + std::to_string(index)));
-    const auto at = out.find("subjob=");
-    return at == std::string::npos ? std::string() : out.substr(at + 7, out.find('\n', at) - at - 7);
+    const auto at = out.find(what + "=");
+    if (at == std::string::npos) return std::string();
+    const auto from = at + what.size() + 1;
+    return out.substr(from, out.find('\n', at) - from);
   };
-  const std::string healthy = subjob(1), hung = subjob(2);
-  ASSERT_FALSE(healthy.empty() || hung.empty()) << "both subjobs ran";
+  const std::string healthy = said(1, "subjob"), hung = said(2, "subjob"), array = said(2, "array");
+  ASSERT_FALSE(healthy.empty() || hung.empty() || array.empty()) << "both subjobs ran";
   EXPECT_NE(healthy, hung);
   const std::string healthy_out = read_file(cluster().jobs() / "array.o1");
   EXPECT_NE(healthy_out.find("solver-status=0\nmonitors-of-this-subjob=1\n"), std::string::npos) << healthy_out;
@@ -536,16 +540,16 @@ TEST_F(PbsOverSlurm, AJobArrayGetsOneWatchdogPerSubjobAndOnlyTheHungOneIsDeleted
   EXPECT_NE(healthy_job.record.find("ExitCode=7:0"), std::string::npos) << healthy_job.record;
   const std::string healthy_err = read_file(cluster().jobs() / "array.e1");
   EXPECT_EQ(healthy_err.find(" hung: "), std::string::npos) << healthy_err;
-  EXPECT_FALSE(fs::exists(cluster().jobs() / ("array-" + healthy + ".json")));
+  EXPECT_FALSE(fs::exists(cluster().jobs() / ("array-" + array + "_1"))) << "no report, so no directory for one";
 
   const std::string hung_err = read_file(cluster().jobs() / "array.e2");
   EXPECT_NE(hung_err.find("deleting job " + hung + " (qdel)"), std::string::npos) << hung_err;
   EXPECT_EQ(cluster().wait_ended(hung, 60).state, "CANCELLED");
-  std::ifstream in(cluster().jobs() / ("array-" + hung + ".json"));
+  std::ifstream in(cluster().jobs() / ("array-" + array + "_2") / (hung + ".json"));
   const json report = json::parse(in, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << hung_err;
   EXPECT_EQ(report["faulty_ranks"], json::array({2}));
-  EXPECT_FALSE(fs::exists(cluster().jobs() / "array-%j.json"));
+  EXPECT_FALSE(fs::exists(cluster().jobs() / "array-%A_%a"));
 }
 
 // A site with parastack's SPANK plugin beside the PBS front end: the plugin's copy in bin() and

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -103,6 +104,44 @@ TEST(PathPatterns, EachPatternIsReplacedAndAPercentSignIsWrittenTwice) {
   EXPECT_EQ(expand_path_pattern("r-%j.json", {.job = "12/3", .host = "h", .pid = "1", .user = "u"}), "r-12_3.json");
   // A default path built from a directory (pbs_parastack's $PBS_O_WORKDIR) stays itself.
   EXPECT_EQ(expand_path_pattern(literal_path("/scratch/100%/%j/r.json"), fields), "/scratch/100%/%j/r.json");
+  // A job that is no array task: %A is its id, %a Slurm's "no value", as `sbatch -o %A_%a` writes them.
+  EXPECT_EQ(expand_path_pattern("%A_%a", fields), "1234.0_4294967294");
+  PathFields task = fields;
+  task.array_job = "1230";
+  task.array_task = "4";
+  EXPECT_EQ(expand_path_pattern("hangs/%A/%a-%j.json", task), "hangs/1230/4-1234.0.json");
+}
+
+// The job-array fields, from each batch system's variables, and only from the watched job's own
+// environment.
+TEST(PathPatterns, ArrayFieldsComeFromTheWatchedJobsOwnEnvironment) {
+  using Environment = std::map<std::string, std::string>;
+  const auto fields_in = [](const std::string& job, const Environment& environment) {
+    PathFields fields{.job = job, .host = "h", .pid = "1", .user = "u"};
+    add_array_fields(fields, [&](const char* name) {
+      const auto found = environment.find(name);
+      return found == environment.end() ? std::string() : found->second;
+    });
+    return fields.array_job + "_" + fields.array_task;
+  };
+  const Environment slurm{{"SLURM_JOB_ID", "1234"}, {"SLURM_ARRAY_JOB_ID", "1230"}, {"SLURM_ARRAY_TASK_ID", "4"}};
+  EXPECT_EQ(fields_in("1234", slurm), "1230_4");
+  EXPECT_EQ(fields_in("1234.2", slurm), "1230_4") << "a step watched alone";
+  EXPECT_EQ(fields_in("999", slurm), "999_4294967294") << "another job's environment";
+  EXPECT_EQ(fields_in("1234", {{"SLURM_JOB_ID", "1234"}}), "1234_4294967294") << "no array";
+  // Slurm's PBS front end sets PBS_JOBID to the Slurm id beside Slurm's own variables.
+  Environment pbs_over_slurm = slurm;
+  pbs_over_slurm["PBS_JOBID"] = "1234";
+  pbs_over_slurm["PBS_ARRAYID"] = "4";
+  EXPECT_EQ(fields_in("1234", pbs_over_slurm), "1230_4");
+  // PBS Pro names the array; Torque only the index, the array being the id with [] for [INDEX].
+  EXPECT_EQ(fields_in("77[4].server",
+                      {{"PBS_JOBID", "77[4].server"}, {"PBS_ARRAY_ID", "77[].server"}, {"PBS_ARRAY_INDEX", "4"}}),
+            "77[].server_4");
+  EXPECT_EQ(fields_in("77[4].server", {{"PBS_JOBID", "77[4].server"}, {"PBS_ARRAYID", "4"}}), "77[].server_4");
+  EXPECT_EQ(fields_in("78[4].server", {{"PBS_JOBID", "77[4].server"}, {"PBS_ARRAYID", "4"}}),
+            "78[4].server_4294967294");
+  EXPECT_EQ(fields_in("77.server", {{"PBS_JOBID", "77.server"}}), "77.server_4294967294");
 }
 
 TEST(PathPatterns, AnUnknownPatternOrALonePercentSignIsAClearErrorWhereTheOptionIsGiven) {
@@ -112,7 +151,8 @@ TEST(PathPatterns, AnUnknownPatternOrALonePercentSignIsAClearErrorWhereTheOption
     EXPECT_NE(error->find("'" + bad + "'"), std::string::npos) << *error;
     EXPECT_THROW(expand_path_pattern(bad, {}), std::invalid_argument) << bad;
   }
-  EXPECT_NE(path_pattern_error("r-%q.json")->find("%j (job id), %h (host), %p (process id), %u (user)"),
+  EXPECT_NE(path_pattern_error("r-%q.json")
+                ->find("%j (job id), %A and %a (job array id and index), %h (host), %p (process id), %u (user)"),
             std::string::npos);
   // As a job's option: refused by parsing, i.e. by --check-options at submission.
   for (const std::string name : {"report", "log-file"}) {

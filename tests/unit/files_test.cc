@@ -63,6 +63,34 @@ TEST(Files, AnUnwritableDirectoryIsAClearError) {
             std::string::npos);
 }
 
+// `report=hangs/%j/r.json`: the directories are made with the first file, as `mkdir -p` makes them;
+// a file in the way is a clear error and is left as it was.
+TEST(Files, MissingDirectoriesAreMadeWithTheFirstFile) {
+  Scratch dir;
+  const mode_t previous = ::umask(027);
+  const auto error = write_file_atomically((dir.path() / "hangs" / "12" / "r.json").string(), "the report");
+  AppendFile trace((dir.path() / "traces" / "12" / "t.jsonl").string());
+  ::umask(previous);
+  ASSERT_EQ(error, std::nullopt);
+  EXPECT_EQ(read(dir.path() / "hangs" / "12" / "r.json"), "the report");
+  ASSERT_TRUE(trace.ok()) << trace.error();
+  EXPECT_TRUE(trace.write("a\n"));
+  EXPECT_EQ(read(dir.path() / "traces" / "12" / "t.jsonl"), "a\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() / "hangs" / "12").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750u);
+
+  std::ofstream(dir.path() / "a-file") << "keep";
+  EXPECT_NE(write_file_atomically((dir.path() / "a-file" / "r.json").string(), "x")
+                .value_or("")
+                .find("cannot create the directory " + (dir.path() / "a-file").string()),
+            std::string::npos);
+  AppendFile refused((dir.path() / "a-file" / "t.jsonl").string());
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("cannot create the directory"), std::string::npos) << refused.error();
+  EXPECT_EQ(read(dir.path() / "a-file"), "keep");
+}
+
 TEST(Files, TheTraceRefusesALinkPlantedAtItsName) {
   Scratch dir, elsewhere;
   const fs::path victim = elsewhere.path() / "victim";

@@ -127,9 +127,9 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
       ->default_str(std::string(watch::to_string(options.action)));
   command
       .add_option("--report", options.report,
-                  "Report path (JSON); the text report, DOT, SVG and sample trace go beside it (default: "
-                  "./parastack-HOST-PID.json, written by the leader); %j job id, %h host, %p process id, %u "
-                  "user, %% a %")
+                  "Report path (JSON); the text report, DOT, SVG and sample trace go beside it, missing "
+                  "directories are created (default: ./parastack-HOST-PID.json, written by the leader); %j "
+                  "job id, %A and %a job array id and index, %h host, %p process id, %u user, %% a %")
       ->type_name("PATH")
       ->check(path_pattern());
   command.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
@@ -139,7 +139,7 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
   command
       .add_option("--log-file", options.log_file,
                   "Log to this file instead of stderr, appending (a job's monitors all append to it, at "
-                  "log-level info unless it is given; %j, %h, %p, %u as in --report)")
+                  "log-level info unless it is given; missing directories are created; patterns as in --report)")
       ->type_name("PATH")
       ->check(path_pattern());
   command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")

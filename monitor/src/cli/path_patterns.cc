@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "os/batch_system.h"
@@ -15,6 +16,10 @@ const std::string* field_of(char c, const PathFields& fields) {
   switch (c) {
     case 'j':
       return &fields.job;
+    case 'A':
+      return &fields.array_job;
+    case 'a':
+      return &fields.array_task;
     case 'h':
       return &fields.host;
     case 'p':
@@ -35,7 +40,8 @@ std::optional<std::string> path_pattern_error(std::string_view pattern) {
     const char c = pattern[++i];
     if (c != '%' && !field_of(c, PathFields{})) {
       return "'" + std::string(pattern) + "' holds %" + c +
-             ": a path knows %j (job id), %h (host), %p (process id), %u (user) and %% (a % itself)";
+             ": a path knows %j (job id), %A and %a (job array id and index), %h (host), %p (process id), %u "
+             "(user) and %% (a % itself)";
     }
   }
   return std::nullopt;
@@ -62,10 +68,38 @@ std::string literal_path(std::string_view path) {
   return pattern;
 }
 
+void add_array_fields(PathFields& fields, const std::function<std::string(const char*)>& variable) {
+  const std::string& job = fields.job;
+  const std::string slurm_job = variable("SLURM_JOB_ID"), pbs_job = variable("PBS_JOBID");
+  const bool own_slurm_job = !slurm_job.empty() && job.substr(0, job.find('.')) == slurm_job;  // JOB or JOB.STEP
+  if (own_slurm_job && !variable("SLURM_ARRAY_JOB_ID").empty() && !variable("SLURM_ARRAY_TASK_ID").empty()) {
+    fields.array_job = variable("SLURM_ARRAY_JOB_ID");
+    fields.array_task = variable("SLURM_ARRAY_TASK_ID");
+    return;
+  }
+  if (pbs_job.empty() || job != pbs_job) return;
+  if (const std::string index = variable("PBS_ARRAY_INDEX"); !index.empty() && !variable("PBS_ARRAY_ID").empty()) {
+    fields.array_job = variable("PBS_ARRAY_ID");  // PBS Pro: 123[].server
+    fields.array_task = index;
+    return;
+  }
+  const std::string index = variable("PBS_ARRAYID");  // Torque: job 123[4].server, index 4
+  const std::string in_job = "[" + index + "]";
+  if (const auto at = job.find(in_job); !index.empty() && at != std::string::npos) {
+    fields.array_job = job.substr(0, at) + "[]" + job.substr(at + in_job.size());
+    fields.array_task = index;
+  }
+}
+
 PathFields own_path_fields(std::string job) {
   std::string user = os::user_name();
   if (user.empty()) user = std::to_string(::getuid());
-  return {.job = std::move(job), .host = os::host_name(), .pid = std::to_string(::getpid()), .user = user};
+  PathFields fields{.job = std::move(job), .host = os::host_name(), .pid = std::to_string(::getpid()), .user = user};
+  add_array_fields(fields, [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  });
+  return fields;
 }
 
 }  // namespace parastack::cli

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "os/proc.h"
@@ -32,6 +34,17 @@ std::string errno_words(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
 
+// The directories above `path` that are missing, made as `mkdir -p` would (0777 under the umask):
+// `report=hangs/%j/r.json` gives each job a directory of its own, made only when it has a file.
+std::optional<std::string> make_parent_directories(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (parent.empty() || std::filesystem::is_directory(parent, error)) return std::nullopt;
+  std::filesystem::create_directories(parent, error);
+  if (error) return "cannot create the directory " + parent.string() + ": " + error.message();
+  return std::nullopt;
+}
+
 bool write_all(int fd, std::string_view content) {
   while (!content.empty()) {
     const ssize_t n = ::write(fd, content.data(), content.size());
@@ -46,6 +59,7 @@ bool write_all(int fd, std::string_view content) {
 
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content) {
   const TerminationSignalsHeld held;  // a SIGTERM now waits until the file is whole or gone
+  if (auto error = make_parent_directories(path)) return error;
   std::string temporary = path + ".tmp.XXXXXX";
   const ScopedFd fd(::mkostemp(temporary.data(), O_CLOEXEC));
   if (!fd.valid()) return errno_words("cannot create a file beside", path);
@@ -66,6 +80,10 @@ std::optional<std::string> write_file_atomically(const std::string& path, std::s
 }
 
 AppendFile::AppendFile(const std::string& path) : path_(path) {
+  if (auto error = make_parent_directories(path)) {
+    error_ = *error;
+    return;
+  }
   // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) {

@@ -1,5 +1,6 @@
 // Files parastack writes (reports, traces) where other people may also write: never through a
-// symbolic link someone left at the name, never half-written.
+// symbolic link someone left at the name, never half-written. Both below make the missing
+// directories above the file first, as `mkdir -p` does.
 #pragma once
 
 #include <cstdio>

@@ -62,7 +62,8 @@ Outcome lead(network::Monitors& monitors, const LeaderOptions& options, JobContr
 // Writes the report files; on failure the whole text report goes to the log, so it is never lost.
 bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::logger& log);
 
-// Whether a file can be created where the report goes (checked before the job starts).
+// Why a file cannot be created where the report goes, its missing directories included (they are
+// made with its first file), or nullopt. Checked before the job starts, while it is young.
 std::optional<std::string> report_path_problem(const std::string& path);
 
 }  // namespace parastack::watch
