@@ -35,6 +35,8 @@
 #     longer than the detection time is a hang by this method (docs/statistics.md, Known limits);
 #     one held in the kernel, or filling new memory, never is.
 #
+# Every program asked for (--apps, --healthy) must be one this machine can run: the script names
+# those it cannot, and how to install them, and stops before the first run.
 # Every run has a time limit (a missed hang cannot block the script), and every process the script
 # starts carries PARASTACK_BENCH_TAG in its environment (mpirun hands it to the ranks), so the
 # cleanup, after each run and on exit, kills exactly those, orphans included.
@@ -264,14 +266,31 @@ $q            Qs
 EOF
 }
 
-available() {  # PROGRAM: whether this machine can run it (says why not)
+available() {  # PROGRAM SECTION: whether this machine can run it in SECTION (says why not)
   case $1 in
     melt | peptide)
-      command -v lmp >/dev/null || { echo "skipped $1: lmp is not installed (apt-get install lammps)"; return 1; }
-      [ -n "$lammps_examples" ] || { echo "skipped $1: no LAMMPS examples (apt-get install lammps-examples)"; return 1; } ;;
-    hpcc) command -v hpcc >/dev/null || { echo "skipped hpcc: not installed (apt-get install hpcc)"; return 1; } ;;
+      command -v lmp >/dev/null || { echo "$1: lmp is not installed (apt-get install lammps)"; return 1; }
+      [ -n "$lammps_examples" ] || { echo "$1: no LAMMPS examples (apt-get install lammps-examples)"; return 1; } ;;
+    hpcc) command -v hpcc >/dev/null || { echo "hpcc: not installed (apt-get install hpcc)"; return 1; } ;;
+    heat | ps_poller) [ "$2" = healthy ] || { echo "$1: no fault runs of it (--apps takes melt, peptide, hpcc)"; return 1; } ;;
+    *) echo "$1: no such program (melt, peptide, hpcc; and heat, ps_poller for --healthy)"; return 1 ;;
   esac
 }
+
+# Every program asked for must run here, checked before the first run: a benchmark of hours that
+# left one out would print tables that look complete.
+unavailable=()
+if section apps && [ "$APP_RUNS" -gt 0 ]; then
+  for app in $APPS; do reason=$(available "${app%:*}" apps) || unavailable+=("--apps ${app}: $reason"); done
+fi
+if section healthy && awk -v m="$HEALTHY_MINUTES" 'BEGIN {exit !(m > 0)}'; then
+  for entry in $HEALTHY; do reason=$(available "${entry%:*}" healthy) || unavailable+=("--healthy ${entry}: $reason"); done
+fi
+if [ ${#unavailable[@]} -gt 0 ]; then
+  for u in "${unavailable[@]}"; do echo "$0: cannot run $u" >&2; done
+  echo "(packaging/bootstrap.sh bench installs what the benchmarks need; or leave the program out)" >&2
+  exit 1
+fi
 
 # classify RANK DIR KIND: after a fault run, sets verdict, type, faulty, delay, fired (1 when the
 # injector fired) and right (1 when the type, and for a computation hang the rank, are the
@@ -407,7 +426,6 @@ if section apps && [ "$APP_RUNS" -gt 0 ]; then
   for app in $APPS; do
     program=${app%:*}
     ranks=${app#*:}
-    available "$program" || continue
     groups+=" $program:$ranks"
     for ((i = 0; i < APP_RUNS; ++i)); do
       for when in $APP_FAULT_TIMES; do
@@ -453,7 +471,6 @@ if section healthy && awk -v m="$HEALTHY_MINUTES" 'BEGIN {exit !(m > 0)}'; then
   for entry in $HEALTHY; do
     program=${entry%:*}
     ranks=${entry#*:}
-    available "$program" || continue
     run=$((run + 1))
     dir=$work/healthy$run
     mkdir -p "$dir"
