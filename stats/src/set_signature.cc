@@ -38,9 +38,9 @@ bool SetSignatures::busy_waiting(const RankSnapshot& s) const {
 }
 
 // Ranks whose path is unknown are left out of the signatures, as they are left out of S when their
-// state is (a rank stopped in the vDSO cannot be unwound by libunwind's ptrace backend); which ranks
-// are known is part of the signature, so a rank that comes and goes never looks still. With fewer
-// than half the set known a signature is 0: too little to call the set still.
+// state is (an unwind that stopped short: docs/sampler.md); which ranks are known is part of the
+// signature, so a rank that comes and goes never looks still. With fewer than half the set known a
+// signature is 0: too little to call the set still.
 Observation SetSignatures::observe(double t, int set, const std::vector<RankSnapshot>& targets) {
   for (const auto& s : targets) {
     if (in_polling_call(s) && s.path != 0 && polling_places_.size() < kMaxPollingPlaces) {
