@@ -72,14 +72,15 @@ void check_maps(std::string_view text) {
   FUZZ_REQUIRE(maps->size() <= lines);
   for (const auto& m : *maps) {
     FUZZ_REQUIRE(m.path.find('\n') == std::string::npos);
-    std::string line = hex(m.start) + "-" + hex(m.end) + " " + (m.readable ? "r" : "-") + "-" +
+    std::string line = hex(m.start) + "-" + hex(m.end) + " " + (m.readable ? "r" : "-") + (m.writable ? "w" : "-") +
                        (m.executable ? "x" : "-") + "p " + hex(m.offset) + " fe:00 " + std::to_string(m.inode);
     if (!m.path.empty()) line += "                     " + m.path;
     const auto again = parse_maps(line + "\n");
     FUZZ_REQUIRE(again && again->size() == 1);
     const auto& a = again->front();
     FUZZ_REQUIRE(a.start == m.start && a.end == m.end && a.offset == m.offset && a.inode == m.inode);
-    FUZZ_REQUIRE(a.readable == m.readable && a.executable == m.executable && a.path == m.path);
+    FUZZ_REQUIRE(a.readable == m.readable && a.writable == m.writable && a.executable == m.executable &&
+                 a.path == m.path);
   }
 }
 

@@ -26,8 +26,9 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # tests and the fuzzers (check_sanitized).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light
                slurm-wlm-torque csh man-db dpkg-dev file rpm clang-format clang-tidy clang libclang-rt-14-dev)
-# The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide).
-bench_packages=(hpcc lammps-examples)
+# The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide);
+# bench/monitor-cpu.sh also cp2k (deep stacks through many libraries: what unwinding costs).
+bench_packages=(hpcc lammps-examples cp2k)
 
 usage() {
   echo "usage: $0 demo|test|bench" >&2

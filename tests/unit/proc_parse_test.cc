@@ -179,8 +179,10 @@ TEST(ProcParse, ARealMapsFile) {
   EXPECT_EQ(maps[0].end, 0x5607b0dd5000u);
   EXPECT_EQ(maps[0].path, "/usr/bin/head");
   EXPECT_TRUE(maps[0].readable);
+  EXPECT_FALSE(maps[0].writable);
   EXPECT_FALSE(maps[0].executable);
   EXPECT_TRUE(maps[1].executable);
+  EXPECT_TRUE(maps[4].writable);  // the file's data
   EXPECT_EQ(maps[1].offset, 0x2000u);
   EXPECT_EQ(maps[1].inode, 247498u);
   int anonymous = 0, vdso = 0;

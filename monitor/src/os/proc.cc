@@ -298,6 +298,7 @@ std::optional<std::vector<Mapping>> parse_maps(std::string_view text) {
     m.offset = offset;
     m.inode = inode;
     m.readable = perms[0] == 'r';
+    m.writable = perms[1] == 'w';
     m.executable = perms[2] == 'x';
     if (path_at > 0 && static_cast<std::size_t>(path_at) < line.size()) m.path = line.substr(path_at);
     maps.push_back(std::move(m));

@@ -68,7 +68,7 @@ std::vector<Tid> list_threads(Pid pid);
 
 struct Mapping {
   std::uint64_t start = 0, end = 0, offset = 0;
-  bool readable = false, executable = false;
+  bool readable = false, writable = false, executable = false;
   std::uint64_t inode = 0;
   std::string path;  // empty for anonymous mappings; "[stack]", "[vdso]" for special ones
   bool contains(std::uint64_t address) const { return address >= start && address < end; }

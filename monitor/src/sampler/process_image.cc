@@ -15,6 +15,24 @@
 #include "os/remote_memory.h"
 
 namespace parastack::sampler {
+namespace {
+
+// What _UPT_find_proc_info builds for a file's code (and perf for the vdso): the table where it
+// lies in the process (`bias` from file to process addresses), its entries relative to
+// .eh_frame_hdr, for the instructions in `code`.
+unw_dyn_info_t remote_unwind_table(const ElfSymbols::UnwindTable& table, std::uint64_t bias, CodeRange code) {
+  unw_dyn_info_t info{};
+  info.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  info.start_ip = code.start;
+  info.end_ip = code.end;
+  info.u.rti.segbase = bias + table.header_vaddr;
+  info.u.rti.table_data = bias + table.entries_vaddr;
+  info.u.rti.table_len = table.count * 2 * sizeof(std::int32_t) / sizeof(unw_word_t);
+  return info;
+}
+
+}  // namespace
+
 // libunwind accessors that unwind a stack copied while the thread was stopped (stack_sampler.cc).
 extern unw_accessors_t copy_accessors;
 
@@ -104,12 +122,19 @@ ProcessImage::~ProcessImage() {
 bool ProcessImage::refresh_maps() {
   auto maps = os::read_maps(pid_);
   if (!maps) return false;
+  maps_read_at_ = std::chrono::steady_clock::now();
+  read_only_pages_.set_mappings(*maps);
+  unwind_tables_.clear();
   maps_.clear();
   for (auto& m : *maps) {
     if (m.executable && m.path == "[vdso]") vdso_ = {m.start, m.end};
     if (m.executable && !m.path.empty() && m.path.front() == '/') maps_.push_back(std::move(m));
   }
   return true;
+}
+
+void ProcessImage::refresh_maps_older_than(std::chrono::steady_clock::duration age) {
+  if (std::chrono::steady_clock::now() - maps_read_at_ > age) refresh_maps();
 }
 
 bool ProcessImage::thread_multiple() const {
@@ -129,17 +154,21 @@ void ProcessImage::read_vdso() {
   vdso_symbols_ = std::move(symbols);
   const auto& table = vdso_symbols_->unwind_table();
   if (!table) return;
-  // What _UPT_find_proc_info builds for a file (and perf for the vdso): the table in the process,
-  // with entries relative to .eh_frame_hdr.
-  const std::uint64_t bias = vdso_symbols_->load_bias(vdso_.start, 0);
-  unw_dyn_info_t info{};
-  info.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-  info.start_ip = vdso_.start;
-  info.end_ip = vdso_.end;
-  info.u.rti.segbase = bias + table->header_vaddr;
-  info.u.rti.table_data = bias + table->entries_vaddr;
-  info.u.rti.table_len = table->count * 2 * sizeof(std::int32_t) / sizeof(unw_word_t);
-  vdso_unwind_table_ = info;
+  vdso_unwind_table_ = remote_unwind_table(*table, vdso_symbols_->load_bias(vdso_.start, 0), vdso_);
+}
+
+const unw_dyn_info_t* ProcessImage::unwind_table_at(std::uint64_t ip) {
+  const os::Mapping* m = mapping_at(ip);
+  if (!m) return nullptr;
+  auto [it, inserted] = unwind_tables_.try_emplace(m->start);
+  if (inserted) {
+    const auto symbols = symbols_for(*m);
+    if (symbols && symbols->unwind_table()) {
+      it->second =
+          remote_unwind_table(*symbols->unwind_table(), symbols->load_bias(m->start, m->offset), {m->start, m->end});
+    }
+  }
+  return it->second ? &*it->second : nullptr;
 }
 
 const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {

@@ -38,7 +38,7 @@ struct Capture {
 // its own UPT handle down to access_mem. So the capture being unwound cannot travel in `arg`: it is
 // this thread's current one, set for the duration of unwind_copy().
 struct UnwindContext {
-  os::Pid pid;
+  ProcessImage* image;
   const Capture* capture;
   void* upt;
   unw_word_t vdso_start;
@@ -54,6 +54,15 @@ int copy_find_proc_info(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t* 
   // which calls it the same way; perf does this for the vdso too.
   if (auto& vdso = current_unwind->vdso_table; vdso && ip >= vdso->start_ip && ip < vdso->end_ip) {
     return UNW_OBJ(dwarf_search_unwind_table)(space, ip, &*vdso, info, need_unwind_info, current_unwind->upt);
+  }
+  // A file's table as the process image knows it, searched the same way; _UPT_find_proc_info reads
+  // the maps and maps the file again for it. It is still asked where that table has no entry for
+  // ip (it also reads .debug_frame) and for code in no mapping the image knows.
+  if (const unw_dyn_info_t* known = current_unwind->image->unwind_table_at(ip)) {
+    unw_dyn_info_t table = *known;  // libunwind's search takes it non-const
+    const int found =
+        UNW_OBJ(dwarf_search_unwind_table)(space, ip, &table, info, need_unwind_info, current_unwind->upt);
+    if (found != -UNW_ENOINFO) return found;
   }
   return _UPT_find_proc_info(space, ip, info, need_unwind_info, current_unwind->upt);
 }
@@ -76,10 +85,8 @@ int copy_access_mem(unw_addr_space_t, unw_word_t address, unw_word_t* value, int
     std::memcpy(value, &current_unwind->vdso_image[vdso_offset], sizeof(unw_word_t));
     return 0;
   }
-  // Outside the copies: unwind tables and other static data, read from the running process.
-  return os::read_remote(current_unwind->pid, address, value, sizeof(unw_word_t)).bytes == sizeof(unw_word_t)
-             ? 0
-             : -UNW_EINVAL;
+  // Outside the copies: unwind tables and other static data, of the running process.
+  return current_unwind->image->read_memory(address, value, sizeof(unw_word_t)) ? 0 : -UNW_EINVAL;
 }
 
 int copy_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* value, int write, void*) {
@@ -182,8 +189,13 @@ Unwound walk(unw_cursor_t& cursor) {
   return result;
 }
 
+// How long the maps of a process are trusted for its unwind tables: a library closed and another
+// mapped at its addresses since is seen within this time.
+constexpr auto kMapsTrustedFor = std::chrono::seconds(10);
+
 Unwound unwind_copy(ProcessImage& image, const Capture& capture) {
-  UnwindContext context{image.pid(), &capture, image.upt(), image.vdso().start, image.vdso_image(), std::nullopt};
+  image.refresh_maps_older_than(kMapsTrustedFor);
+  UnwindContext context{&image, &capture, image.upt(), image.vdso().start, image.vdso_image(), std::nullopt};
   if (const unw_dyn_info_t* vdso = image.vdso_unwind_table()) context.vdso_table = *vdso;
   current_unwind = &context;
   Unwound result;
