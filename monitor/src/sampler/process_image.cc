@@ -123,7 +123,7 @@ bool ProcessImage::refresh_maps() {
   auto maps = os::read_maps(pid_);
   if (!maps) return false;
   maps_read_at_ = std::chrono::steady_clock::now();
-  read_only_pages_.set_mappings(*maps);
+  read_only_memory_.set_mappings(*maps);
   unwind_tables_.clear();
   maps_.clear();
   for (auto& m : *maps) {

@@ -19,7 +19,7 @@
 #include "os/stopped_thread.h"
 #include "sampler/classify.h"
 #include "sampler/elf_symbols.h"
-#include "sampler/read_only_pages.h"
+#include "sampler/read_only_memory.h"
 #include "sampler/sampled_frame.h"
 
 namespace parastack::sampler {
@@ -64,19 +64,19 @@ class ProcessImage {
   std::span<const std::uint8_t> vdso_image() const { return vdso_image_; }
   const unw_dyn_info_t* vdso_unwind_table() const { return vdso_unwind_table_ ? &*vdso_unwind_table_ : nullptr; }
 
-  // Memory of the process for the unwinder (its unwind tables: ReadOnlyPages); false if nothing is
+  // Memory of the process for the unwinder (its unwind tables: ReadOnlyMemory); false if nothing is
   // mapped there.
   bool read_memory(std::uint64_t address, void* buffer, std::size_t length) {
-    return read_only_pages_.read(address, buffer, length);
+    return read_only_memory_.read(address, buffer, length);
   }
   // Reads the maps again when they are older than `age`: a library closed and another mapped at
-  // its addresses since is then seen (its pages kept for the unwinder and its symbols).
+  // its addresses since is then seen (what is kept of it for the unwinder, and its symbols).
   void refresh_maps_older_than(std::chrono::steady_clock::duration age);
 
   // The unwind table (.eh_frame_hdr) of the file whose code holds `ip`, as libunwind searches it in
   // this process: what _UPT_find_proc_info builds for a frame after reading /proc/PID/maps and
   // mapping the file again, whenever the frame's file is not the previous frame's (with a dozen
-  // libraries on the stack, most of what was left of the monitor's CPU once ReadOnlyPages kept
+  // libraries on the stack, most of what was left of the monitor's CPU once ReadOnlyMemory kept
   // the tables). nullptr when no known mapping holds `ip` or its file has no such table.
   const unw_dyn_info_t* unwind_table_at(std::uint64_t ip);
 
@@ -85,7 +85,7 @@ class ProcessImage {
   void* upt() const { return upt_; }
 
  private:
-  explicit ProcessImage(os::Pid pid) : pid_(pid), read_only_pages_(pid) {}
+  explicit ProcessImage(os::Pid pid) : pid_(pid), read_only_memory_(pid) {}
   bool refresh_maps();
   void read_vdso();
   const os::Mapping* mapping_at(std::uint64_t address) const;
@@ -97,7 +97,7 @@ class ProcessImage {
   std::vector<os::Mapping> maps_;  // file-backed executable mappings
   std::chrono::steady_clock::time_point maps_read_at_;
   std::map<std::uint64_t, std::optional<unw_dyn_info_t>> unwind_tables_;  // by mapping start, for maps_
-  ReadOnlyPages read_only_pages_;
+  ReadOnlyMemory read_only_memory_;
   // By path, then inode: a lookup copies no path (it runs for every frame of every sample).
   std::map<std::string, std::map<std::uint64_t, std::shared_ptr<const ElfSymbols>>> symbols_;
   CodeRange vdso_;

@@ -1,0 +1,141 @@
+// ReadOnlyMemory on this test's own process: process_vm_readv reads one's own memory like any
+// other process's, and the test can map, change and unmap what it reads.
+#include "sampler/read_only_memory.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "os/proc.h"
+
+namespace parastack::sampler {
+namespace {
+
+const os::Pid kSelf{::getpid()};
+// Memory in a writable mapping of the test program (.data).
+char changing[64] = "written by the program";
+
+constexpr std::size_t kPage = 4096;
+
+std::uint64_t address_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+// Bytes in a read-only mapping of the test program: its own code, read-only in every build.
+const unsigned char* own_code() { return reinterpret_cast<const unsigned char*>(&address_of); }
+
+ReadOnlyMemory memory_of_self() {
+  ReadOnlyMemory memory(kSelf);
+  const auto maps = os::read_maps(kSelf);
+  EXPECT_TRUE(maps);
+  if (maps) memory.set_mappings(*maps);
+  return memory;
+}
+
+// A file of one page of `fill`, mapped read-only (at `at` when it is not null).
+void* map_file_page(char fill, void* at) {
+  char path[] = "/tmp/parastack-pages-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return MAP_FAILED;
+  std::string page(kPage, fill);
+  void* mapped = MAP_FAILED;
+  if (::write(fd, page.data(), page.size()) == static_cast<ssize_t>(page.size())) {
+    mapped = ::mmap(at, page.size(), PROT_READ, MAP_PRIVATE | (at ? MAP_FIXED_NOREPLACE : 0), fd, 0);
+  }
+  ::close(fd);
+  ::unlink(path);
+  return mapped;
+}
+
+TEST(ReadOnlyMemory, ABlockOfAReadOnlyFileMappingIsReadOnceAndKept) {
+  auto memory = memory_of_self();
+  char word[8] = {};
+  // Two words of one block (the code's address rounded down to a block, and the word after).
+  const std::uint64_t block = address_of(own_code()) & ~(ReadOnlyMemory::kBlockSize - 1);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(block);
+  ASSERT_TRUE(memory.read(block, word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, bytes, sizeof word), 0);
+  EXPECT_EQ(memory.kept(), 1u);
+  ASSERT_TRUE(memory.read(block + 8, word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, bytes + 8, sizeof word), 0);
+  EXPECT_EQ(memory.kept(), 1u);  // the same block
+  ASSERT_TRUE(memory.read(block + ReadOnlyMemory::kBlockSize, word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, bytes + ReadOnlyMemory::kBlockSize, sizeof word), 0);
+  EXPECT_EQ(memory.kept(), 2u);  // the next one
+}
+
+TEST(ReadOnlyMemory, WritableMemoryIsReadFromTheProcessEveryTime) {
+  auto memory = memory_of_self();
+  char word[8] = {};
+  ASSERT_TRUE(memory.read(address_of(changing), word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, "written ", sizeof word), 0);
+  changing[0] = 'W';
+  ASSERT_TRUE(memory.read(address_of(changing), word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, "Written ", sizeof word), 0);
+  EXPECT_EQ(memory.kept(), 0u);
+  int on_the_stack = 42, read = 0;
+  ASSERT_TRUE(memory.read(address_of(&on_the_stack), &read, sizeof read));
+  EXPECT_EQ(read, 42);
+  EXPECT_EQ(memory.kept(), 0u);
+}
+
+TEST(ReadOnlyMemory, AFileMappedWhereAnotherWasIsReadAfreshOnceTheMapsSaySo) {
+  // A library closed and another mapped at its addresses (dlclose, dlopen): the new maps name
+  // another file there, and what was kept of the old one must not be served.
+  void* at = map_file_page('a', nullptr);
+  ASSERT_NE(at, MAP_FAILED);
+  auto memory = memory_of_self();
+  char byte = 0;
+  ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
+  EXPECT_EQ(byte, 'a');
+  EXPECT_EQ(memory.kept(), 1u);
+  ASSERT_EQ(::munmap(at, kPage), 0);
+  ASSERT_EQ(map_file_page('b', at), at);
+  const auto maps = os::read_maps(kSelf);
+  ASSERT_TRUE(maps);
+  memory.set_mappings(*maps);
+  EXPECT_EQ(memory.kept(), 0u);
+  ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
+  EXPECT_EQ(byte, 'b');
+  // Unmapped: nothing to read, and nothing kept is served for it.
+  ASSERT_EQ(::munmap(at, kPage), 0);
+  memory.set_mappings(*os::read_maps(kSelf));
+  EXPECT_FALSE(memory.read(address_of(at), &byte, 1));
+}
+
+TEST(ReadOnlyMemory, TheSameMapsKeepWhatWasRead) {
+  auto memory = memory_of_self();
+  char word[8] = {};
+  ASSERT_TRUE(memory.read(address_of(own_code()), word, sizeof word));
+  EXPECT_EQ(memory.kept(), 1u);
+  memory.set_mappings(*os::read_maps(kSelf));
+  EXPECT_EQ(memory.kept(), 1u);
+}
+
+TEST(ReadOnlyMemory, AReadAcrossTwoBlocksIsServedWhole) {
+  // Two pages of one read-only file mapping: a word across the border of two blocks, and of the
+  // two pages, is read from the process.
+  char path[] = "/tmp/parastack-pages-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string two(2 * kPage, 'x');
+  std::memcpy(&two[ReadOnlyMemory::kBlockSize - 4], "abcdefgh", 8);
+  std::memcpy(&two[kPage - 4], "12345678", 8);
+  ASSERT_EQ(::write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+  void* at = ::mmap(nullptr, two.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  ::unlink(path);
+  ASSERT_NE(at, MAP_FAILED);
+  auto memory = memory_of_self();
+  char word[8] = {};
+  ASSERT_TRUE(memory.read(address_of(at) + ReadOnlyMemory::kBlockSize - 4, word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, "abcdefgh", sizeof word), 0);
+  ASSERT_TRUE(memory.read(address_of(at) + kPage - 4, word, sizeof word));
+  EXPECT_EQ(std::memcmp(word, "12345678", sizeof word), 0);
+  ::munmap(at, two.size());
+}
+
+}  // namespace
+}  // namespace parastack::sampler
