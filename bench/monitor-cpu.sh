@@ -19,7 +19,7 @@ export OMPI_MCA_mpi_yield_when_idle=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS
 work=$(mktemp -d /tmp/parastack-monitor-cpu.XXXXXX)
 watcher=""
 cleanup() {
-  [ -n "$watcher" ] && kill "$watcher" 2>/dev/null || true
+  if [ -n "$watcher" ]; then kill "$watcher" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,75 +29,8 @@ for d in /usr/share/lammps/examples /usr/share/doc/lammps-examples/examples; do
   [ -f "$d/melt/in.melt" ] && { lammps_examples=$d; break; }
 done
 
-# cp2k: two water molecules, DFT (Quickstep, DZVP), NVE molecular dynamics until cp2k's own
-# WALLTIME ends it.
-cp2k_input() {
-  cat >"$1/md.inp" <<EOT
-&GLOBAL
-  PROJECT WATER_MD
-  RUN_TYPE MD
-  PRINT_LEVEL LOW
-  WALLTIME $2
-&END GLOBAL
-&MOTION
-  &MD
-    ENSEMBLE NVE
-    STEPS 10000000
-    TIMESTEP 0.5
-    TEMPERATURE 300.0
-  &END MD
-  &PRINT
-    &TRAJECTORY OFF
-    &END
-    &RESTART OFF
-    &END
-    &RESTART_HISTORY OFF
-    &END
-  &END PRINT
-&END MOTION
-&FORCE_EVAL
-  METHOD Quickstep
-  &DFT
-    BASIS_SET_FILE_NAME BASIS_SET
-    POTENTIAL_FILE_NAME POTENTIAL
-    &MGRID
-      CUTOFF 200
-    &END MGRID
-    &SCF
-      EPS_SCF 1.0E-5
-      SCF_GUESS ATOMIC
-      &OT
-      &END OT
-    &END SCF
-    &XC
-      &XC_FUNCTIONAL Pade
-      &END XC_FUNCTIONAL
-    &END XC
-  &END DFT
-  &SUBSYS
-    &CELL
-      ABC 6.0 6.0 6.0
-    &END CELL
-    &COORD
-    O   0.000000    0.000000   -0.065587
-    H   0.000000   -0.757136    0.520545
-    H   0.000000    0.757136    0.520545
-    O   3.000000    3.000000    2.934413
-    H   3.000000    2.242864    3.520545
-    H   3.000000    3.757136    3.520545
-    &END COORD
-    &KIND H
-      BASIS_SET DZVP-GTH-PADE
-      POTENTIAL GTH-PADE-q1
-    &END KIND
-    &KIND O
-      BASIS_SET DZVP-GTH-PADE
-      POTENTIAL GTH-PADE-q6
-    &END KIND
-  &END SUBSYS
-&END FORCE_EVAL
-EOT
-}
+# shellcheck source=bench/cp2k_input.sh
+source bench/cp2k_input.sh  # (the script runs from the top of the tree)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo ""; }
 

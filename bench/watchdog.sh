@@ -10,8 +10,9 @@
 #     SOLVER_FAULT_WINDOW seconds after the rank's first MPI call: from the first seconds of the
 #     job, before any model could be built. SOLVER_RUNS runs per (ranks, kind).
 #  3. injected hangs in real applications nobody here wrote: Debian's LAMMPS (`lmp`, the melt and
-#     peptide examples of lammps-examples, copied and lengthened) and Debian's `hpcc` (a small
-#     hpccinf.txt written here), the same faults through LD_PRELOAD, at each time of
+#     peptide examples of lammps-examples, copied and lengthened), Debian's `hpcc` (a small
+#     hpccinf.txt written here) and, when asked (--apps cp2k:4), Debian's cp2k (bench/cp2k_input.sh:
+#     DFT molecular dynamics, deep Fortran stacks), the same faults through LD_PRELOAD, at each time of
 #     APP_FAULT_TIMES (a number, or LO-HI for a uniform random time). APP_RUNS runs per (program,
 #     kind, time).
 #     Per run of 2 and 3: ranks, kind, rank, fault time, verdict, hang type, faulty ranks, delay
@@ -22,7 +23,7 @@
 #     no fault (the job ended before the fault fired; not counted).
 #  4. healthy runs of at least HEALTHY_MINUTES each: LAMMPS, the heat demo (tests/programs/heat.c
 #     without --bug-rank), ps_poller (a code that never blocks in MPI) and hpcc (run again and
-#     again until the time is up); per run the parastack exit status and verdict, then
+#     again until the time is up), and cp2k when asked; per run the parastack exit status and verdict, then
 #     "false alarms: N in H healthy job-hours".
 #  5. (only when asked: --sections stalls) healthy 4-rank ps_solver jobs whose random rank stands
 #     still once, STALL_AT seconds after its first MPI call, for each of STALL_SECONDS: kind
@@ -51,7 +52,8 @@
 #   --solver-fault-window L-H SOLVER_FAULT_WINDOW  2: fault time range, seconds         3-60
 #   --kinds "K ..."           FAULT_KINDS          2, 3: fault kinds                    "spin sleep deadlock"
 #   --app-runs N              APP_RUNS             3: runs per (program, kind, time) (0 skips)  1
-#   --apps "P:R ..."          APPS                 3: program:ranks, program one of melt, peptide, hpcc
+#   --apps "P:R ..."          APPS                 3: program:ranks, program one of melt, peptide, hpcc,
+#                                                  cp2k
 #                                                  "melt:4 melt:8 peptide:4 peptide:8 hpcc:4"
 #   --app-fault-times "T ..." APP_FAULT_TIMES      3: fault times, seconds (T or LO-HI)  "5 60-90"
 #   --stall-kinds "K ..."     STALL_KINDS          5: stall, kernel, serial, serial-fill "stall kernel"
@@ -59,7 +61,7 @@
 #   --stall-at S              STALL_AT             5: when, after the first MPI call     20
 #   --healthy-minutes M       HEALTHY_MINUTES      4: minutes per healthy run (0 skips)  10
 #   --healthy "P:R ..."       HEALTHY              4: program:ranks, program one of melt, peptide,
-#                                                  heat, ps_poller, hpcc
+#                                                  heat, ps_poller, hpcc, cp2k
 #                                                  "melt:4 peptide:4 heat:4 ps_poller:4 hpcc:4"
 #   --detect-timeout S        DETECT_TIMEOUT       2, 3: seconds after the fault time before a run
 #                                                  is ended and counted missed          300
@@ -155,6 +157,8 @@ tag=parastack-bench-$$-$SEED
 
 # shellcheck source=bench/tagged_processes.sh
 source bench/tagged_processes.sh  # (the script runs from the top of the tree)
+# shellcheck source=bench/cp2k_input.sh
+source bench/cp2k_input.sh
 
 # pick_time VAR SPEC: VAR = a uniform random number in SPEC "LO-HI" (one decimal), or SPEC itself.
 # Never called in $(...): bash 5.1+ reseeds RANDOM in a subshell, and --seed would not repeat.
@@ -272,8 +276,9 @@ available() {  # PROGRAM SECTION: whether this machine can run it in SECTION (sa
       command -v lmp >/dev/null || { echo "$1: lmp is not installed (apt-get install lammps)"; return 1; }
       [ -n "$lammps_examples" ] || { echo "$1: no LAMMPS examples (apt-get install lammps-examples)"; return 1; } ;;
     hpcc) command -v hpcc >/dev/null || { echo "hpcc: not installed (apt-get install hpcc)"; return 1; } ;;
-    heat | ps_poller) [ "$2" = healthy ] || { echo "$1: no fault runs of it (--apps takes melt, peptide, hpcc)"; return 1; } ;;
-    *) echo "$1: no such program (melt, peptide, hpcc; and heat, ps_poller for --healthy)"; return 1 ;;
+    cp2k) command -v cp2k.psmp >/dev/null || { echo "cp2k: not installed (apt-get install cp2k)"; return 1; } ;;
+    heat | ps_poller) [ "$2" = healthy ] || { echo "$1: no fault runs of it (--apps takes melt, peptide, hpcc, cp2k)"; return 1; } ;;
+    *) echo "$1: no such program (melt, peptide, hpcc, cp2k; and heat, ps_poller for --healthy)"; return 1 ;;
   esac
 }
 
@@ -444,6 +449,9 @@ if section apps && [ "$APP_RUNS" -gt 0 ]; then
             hpcc)
               hpcc_input "$ranks" "$dir"
               job=(mpirun --oversubscribe -np "$ranks" "${fault[@]}" hpcc) ;;
+            cp2k)
+              cp2k_input "$dir" "$((limit + 60))"
+              job=(mpirun --oversubscribe -np "$ranks" "${fault[@]}" -x OMP_NUM_THREADS=1 cp2k.psmp -i md.inp -o cp2k.out) ;;
             *) echo "unknown program $program" >&2; exit 2 ;;
           esac
           watch "app$run" "$limit" "$dir" "${job[@]}"
@@ -477,6 +485,9 @@ if section healthy && awk -v m="$HEALTHY_MINUTES" 'BEGIN {exit !(m > 0)}'; then
     case $program in
       melt | peptide) lammps_job "$program" "$ranks" "$dir" "$seconds" ;;
       heat) job=(mpirun --oversubscribe -np "$ranks" "$programs/heat" "$seconds") ;;
+      cp2k)
+        cp2k_input "$dir" "$seconds"
+        job=(mpirun --oversubscribe -np "$ranks" -x OMP_NUM_THREADS=1 cp2k.psmp -i md.inp -o cp2k.out) ;;
       ps_poller) job=(mpirun --oversubscribe -np "$ranks" "$programs/ps_poller" "$seconds") ;;
       # hpcc runs a few minutes: again and again, one MPI program after another, until the time is up.
       hpcc)
