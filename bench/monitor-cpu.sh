@@ -24,13 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-lammps_examples=""
-for d in /usr/share/lammps/examples /usr/share/doc/lammps-examples/examples; do
-  [ -f "$d/melt/in.melt" ] && { lammps_examples=$d; break; }
-done
-
-# shellcheck source=bench/cp2k_input.sh
-source bench/cp2k_input.sh  # (the script runs from the top of the tree)
+# shellcheck source=bench/app_inputs.sh
+source bench/app_inputs.sh  # (the script runs from the top of the tree)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo ""; }
 
@@ -45,10 +40,7 @@ for program in melt cp2k; do
       if [ -z "$lammps_examples" ] || ! command -v lmp >/dev/null; then
         echo "| melt | not installed (apt-get install lammps lammps-examples) | | | |"; continue
       fi
-      cp "$lammps_examples/melt/"* "$dir/"
-      # Lengthened as bench/watchdog.sh does: LAMMPS ends the run itself after `seconds`.
-      sed -i -e "s/^run\s.*/timer timeout $seconds every 10\nrun 100000000/" -e 's/^thermo\s.*/thermo 1000/' \
-        "$dir/in.melt"
+      lammps_input melt "$dir" "$seconds"
       job=(mpirun --oversubscribe -np 4 lmp -in in.melt -log app.log) ;;
     cp2k)
       if ! command -v cp2k.psmp >/dev/null; then

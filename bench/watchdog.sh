@@ -11,7 +11,7 @@
 #     job, before any model could be built. SOLVER_RUNS runs per (ranks, kind).
 #  3. injected hangs in real applications nobody here wrote: Debian's LAMMPS (`lmp`, the melt and
 #     peptide examples of lammps-examples, copied and lengthened), Debian's `hpcc` (a small
-#     hpccinf.txt written here) and, when asked (--apps cp2k:4), Debian's cp2k (bench/cp2k_input.sh:
+#     hpccinf.txt written here) and, when asked (--apps cp2k:4), Debian's cp2k (bench/app_inputs.sh:
 #     DFT molecular dynamics, deep Fortran stacks), the same faults through LD_PRELOAD, at each time of
 #     APP_FAULT_TIMES (a number, or LO-HI for a uniform random time). APP_RUNS runs per (program,
 #     kind, time).
@@ -143,10 +143,6 @@ injector=$programs/libps_fault.so
 for f in "$bin" "$programs/ps_target" "$programs/ps_solver" "$programs/ps_poller" "$programs/heat" "$injector"; do
   [ -e "$f" ] || { echo "missing $f: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
 done
-lammps_examples=""
-for d in /usr/share/lammps/examples /usr/share/doc/lammps-examples/examples; do
-  [ -f "$d/melt/in.melt" ] && [ -f "$d/peptide/in.peptide" ] && { lammps_examples=$d; break; }
-done
 [ -n "$SEED" ] || SEED=$(( $(date +%s) % 100000 ))
 RANDOM=$SEED
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -157,8 +153,8 @@ tag=parastack-bench-$$-$SEED
 
 # shellcheck source=bench/tagged_processes.sh
 source bench/tagged_processes.sh  # (the script runs from the top of the tree)
-# shellcheck source=bench/cp2k_input.sh
-source bench/cp2k_input.sh
+# shellcheck source=bench/app_inputs.sh
+source bench/app_inputs.sh
 
 # pick_time VAR SPEC: VAR = a uniform random number in SPEC "LO-HI" (one decimal), or SPEC itself.
 # Never called in $(...): bash 5.1+ reseeds RANDOM in a subshell, and --seed would not repeat.
@@ -212,16 +208,12 @@ watch() {
   fi
 }
 
-# A LAMMPS example (melt or peptide) copied into DIR and lengthened: a run of 10^8 steps that
-# LAMMPS itself ends after SECONDS of wall time (`timer timeout`, checked every 10 steps and agreed
-# by all ranks), thermo output every 1000 steps. Sets `job`, the command that runs it, with the
-# remaining arguments (the fault's -x settings) given to mpirun.
+# A LAMMPS example (melt or peptide) in DIR, lengthened to SECONDS (lammps_input). Sets `job`, the
+# command that runs it, with the remaining arguments (the fault's -x settings) given to mpirun.
 lammps_job() {
   local name=$1 ranks=$2 dir=$3 seconds=$4
   shift 4
-  cp "$lammps_examples/$name/"* "$dir/"
-  sed -i -e "s/^run\s.*/timer timeout $(printf '%d:%02d:%02d' $((seconds / 3600)) $((seconds % 3600 / 60)) $((seconds % 60))) every 10\nrun 100000000/" \
-    -e 's/^thermo\s.*/thermo 1000/' "$dir/in.$name"
+  lammps_input "$name" "$dir" "$seconds"
   job=(mpirun --oversubscribe -np "$ranks" "$@" lmp -in "in.$name" -log none)
 }
 

@@ -1,8 +1,25 @@
 # shellcheck shell=bash
-# cp2k_input DIR SECONDS: an input for Debian's cp2k (cp2k.psmp) in DIR/md.inp, used by
-# bench/watchdog.sh and bench/monitor-cpu.sh: a real code nobody here wrote, Fortran through
-# ScaLAPACK, FFTW and Open MPI's Fortran bindings, whose stacks run 20-40 frames deep. Sourced.
-#
+# The real applications' inputs, shared by bench/watchdog.sh and bench/monitor-cpu.sh. Sourced.
+
+# Debian's LAMMPS examples (lammps-examples), where this Debian keeps them; empty if not installed.
+lammps_examples=""
+for d in /usr/share/lammps/examples /usr/share/doc/lammps-examples/examples; do
+  [ -f "$d/melt/in.melt" ] && [ -f "$d/peptide/in.peptide" ] && { lammps_examples=$d; break; }
+done
+
+# lammps_input NAME DIR SECONDS: the LAMMPS example NAME (melt or peptide) copied into DIR and
+# lengthened: a run of 10^8 steps that LAMMPS itself ends after SECONDS of wall time (`timer
+# timeout`, checked every 10 steps and agreed by all ranks), thermo output every 1000 steps.
+lammps_input() {
+  local name=$1 dir=$2 seconds=$3
+  cp "$lammps_examples/$name/"* "$dir/"
+  sed -i -e "s/^run\s.*/timer timeout $(printf '%d:%02d:%02d' $((seconds / 3600)) $((seconds % 3600 / 60)) $((seconds % 60))) every 10\nrun 100000000/" \
+    -e 's/^thermo\s.*/thermo 1000/' "$dir/in.$name"
+}
+
+# cp2k_input DIR SECONDS: an input for Debian's cp2k (cp2k.psmp) in DIR/md.inp: a real code nobody
+# here wrote, Fortran through ScaLAPACK, FFTW and Open MPI's Fortran bindings, whose stacks run
+# 20-40 frames deep.
 # Two water molecules, DFT (Quickstep, DZVP), NVE molecular dynamics until cp2k's own WALLTIME
 # (SECONDS) ends it.
 cp2k_input() {
