@@ -461,6 +461,65 @@ TEST(Sampler, AProgramRebuiltAtTheSamePathIsNamedFromTheNewFile) {
   EXPECT_EQ(loop_names(test_program("ps_nompi_rebuilt")), std::set<std::string>{"spin_step_rebuilt"});
 }
 
+// The range of the mapping of `file` (its first, lowest) in the process; nullopt if none.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> mapped_range(os::Pid pid, const std::string& file) {
+  const auto maps = os::read_maps(pid);
+  if (!maps) return std::nullopt;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> range;
+  for (const auto& m : *maps) {
+    if (m.path != file) continue;
+    if (!range) range.emplace(m.start, m.end);
+    range->second = std::max(range->second, m.end);
+  }
+  return range;
+}
+
+// Open MPI opens and closes dozens of components inside MPI_Init, and one it keeps is mapped where
+// a closed one was. A monitor that first looked at a rank before must unwind and name the new one
+// from its own file at once, not from what it read of the closed one: until 2026-12-04 it did so
+// for up to 10 s, and a rank deadlocked at its first MPI call "moved" when the maps were read again.
+TEST(Sampler, ALibraryMappedWhereAClosedOneWasIsNamedFromItsOwnFile) {
+  testing::TempDir dir;
+  const auto next = dir.path() / "next";
+  const std::string a = test_program("libps_plugin_a.so"), b = test_program("libps_plugin_b.so");
+  testing::ChildProcess child({test_program("ps_nompi"), "plugins", a, b, next.string()});
+  const os::Pid pid{child.pid()};
+  StackSampler sampler;  // one monitor, which keeps what it read of the process between samples
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  // The names of the first stack seen through the plugin's entry (the ready file is written on the
+  // way in), from plugin_wait inwards.
+  const auto stack_in_plugin = [&] {
+    std::vector<std::string> names;
+    for (int i = 0; i < 2000; ++i) {
+      const auto s = sampler.sample(pid, with_frames);
+      EXPECT_FALSE(s.failure) << s.describe();
+      names.clear();
+      for (const auto& f : s.frames) {
+        names.push_back(f.function);
+        if (f.function == "plugin_wait" && names.size() >= 2) return names;
+      }
+    }
+    return names;
+  };
+  child.wait_ready_file("plugin.a", 30s);
+  const auto in_a = stack_in_plugin();
+  ASSERT_GE(in_a.size(), 2u);
+  EXPECT_EQ(in_a[in_a.size() - 2], "wait_in_a") << ::testing::PrintToString(in_a);
+  const auto a_range = mapped_range(pid, a);
+  ASSERT_TRUE(a_range);
+  std::ofstream(next).put('\n');
+  child.wait_ready_file("plugin.b", 30s);
+  const auto b_range = mapped_range(pid, b);
+  ASSERT_TRUE(b_range);
+  ASSERT_FALSE(mapped_range(pid, a)) << "plugin a is still mapped";
+  ASSERT_TRUE(b_range->first < a_range->second && a_range->first < b_range->second)
+      << "plugin b was not mapped where plugin a was: nothing to test";
+  const auto in_b = stack_in_plugin();
+  ASSERT_GE(in_b.size(), 2u);
+  EXPECT_EQ(in_b[in_b.size() - 2], "wait_in_b") << ::testing::PrintToString(in_b);
+}
+
 TEST(Sampler, PidReusedByAnotherProcessIsNeverSampledNorSignalled) {
   if (::geteuid() != 0) GTEST_SKIP() << "choosing a pid (clone3 set_tid) needs root";
   os::ProcessIdentity rank;

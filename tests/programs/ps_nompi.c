@@ -10,7 +10,11 @@
  *                       (epoll_wait), io_uring (io_uring_enter), aio (io_getevents), sigwait
  *                       (sigwaitinfo), recv-timeout (recv under SO_RCVTIMEO); exits 3 if the call
  *                       ever fails, as code that expects no signal does, and 2 if it cannot be
- *                       set up here (io_uring disabled, say) */
+ *                       set up here (io_uring disabled, say)
+ *   ps_nompi plugins A B F  loads the plugin A (ps_plugin.c), waits in it until file F exists,
+ *                       closes it, loads the plugin B and waits in it for ever: B is mapped
+ *                       where A was */
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/aio_abi.h>
 #include <linux/io_uring.h>
@@ -109,12 +113,31 @@ __attribute__((noinline, noreturn)) static void wait_in(const char* call) {
   }
 }
 
+static void wait_in_plugin(const char* library, const char* ready, const char* until) {
+  void* plugin = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!plugin) {
+    fprintf(stderr, "ps_nompi: %s\n", dlerror());
+    exit(2);
+  }
+  void (*plugin_wait)(const char*, const char*) = (void (*)(const char*, const char*))dlsym(plugin, "plugin_wait");
+  if (!plugin_wait) {
+    fprintf(stderr, "ps_nompi: %s\n", dlerror());
+    exit(2);
+  }
+  plugin_wait(ready, until);
+  dlclose(plugin);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 5 && strcmp(argv[1], "plugins") == 0) {
+    wait_in_plugin(argv[2], "plugin.a", argv[4]);
+    wait_in_plugin(argv[3], "plugin.b", NULL);
+  }
   const int lost_stack = argc >= 2 && strcmp(argv[1], "lost-stack") == 0;
   const int in_kernel = argc >= 3 && strcmp(argv[1], "kernel") == 0;
   if (argc >= 3 && strcmp(argv[1], "wait") == 0) wait_in(argv[2]);
   if (argc < 2 || (!lost_stack && !in_kernel && strcmp(argv[1], "spin") != 0)) {
-    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE|wait CALL\n");
+    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE|wait CALL|plugins A B F\n");
     return 2;
   }
   write_ready_file("nompi");

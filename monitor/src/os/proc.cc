@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -141,6 +142,16 @@ std::vector<Tid> list_threads(Pid pid) {
 }
 
 std::optional<std::vector<Mapping>> read_maps(Pid pid) { return read_parsed(pid, "maps", parse_maps); }
+
+std::optional<std::string> mapped_file(Pid pid, std::uint64_t start, std::uint64_t end) {
+  char link[96];
+  std::snprintf(link, sizeof link, "/proc/%d/map_files/%llx-%llx", static_cast<int>(pid.value),
+                static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+  char target[PATH_MAX];
+  const ssize_t n = ::readlink(link, target, sizeof target);
+  if (n <= 0 || static_cast<std::size_t>(n) == sizeof target) return std::nullopt;
+  return std::string(target, static_cast<std::size_t>(n));
+}
 
 std::optional<std::vector<std::uint16_t>> listening_tcp_ports(Pid pid) {
   const std::string fd_dir = proc_dir(pid) + "/fd";

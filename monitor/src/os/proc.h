@@ -72,8 +72,14 @@ struct Mapping {
   std::uint64_t inode = 0;
   std::string path;  // empty for anonymous mappings; "[stack]", "[vdso]" for special ones
   bool contains(std::uint64_t address) const { return address >= start && address < end; }
+  bool operator==(const Mapping&) const = default;
 };
 std::optional<std::vector<Mapping>> read_maps(Pid pid);
+// The file mapped at exactly [start, end) now, named as /proc/PID/maps names it (readlink of
+// /proc/PID/map_files/START-END: a few microseconds, where reading the maps takes hundreds, and
+// allowed to whoever may trace the process). nullopt when no mapping has exactly that range (one
+// unmapped, or split by mprotect) or it cannot be read.
+std::optional<std::string> mapped_file(Pid pid, std::uint64_t start, std::uint64_t end);
 
 struct IoCounters {
   std::uint64_t read_chars = 0, written_chars = 0;  // rchar, wchar

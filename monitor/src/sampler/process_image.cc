@@ -110,6 +110,7 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& f
   }
   unw_set_caching_policy(image->copy_space_, UNW_CACHE_GLOBAL);
   unw_set_caching_policy(image->ptrace_space_, UNW_CACHE_GLOBAL);
+  image->maps_changed_ = false;  // upt_ is new
   return image;
 }
 
@@ -122,19 +123,38 @@ ProcessImage::~ProcessImage() {
 bool ProcessImage::refresh_maps() {
   auto maps = os::read_maps(pid_);
   if (!maps) return false;
-  maps_read_at_ = std::chrono::steady_clock::now();
+  check_.maps_read();
   read_only_memory_.set_mappings(*maps);
-  unwind_tables_.clear();
-  maps_.clear();
+  std::vector<os::Mapping> code;
   for (auto& m : *maps) {
     if (m.executable && m.path == "[vdso]") vdso_ = {m.start, m.end};
-    if (m.executable && !m.path.empty() && m.path.front() == '/') maps_.push_back(std::move(m));
+    if (m.executable && !m.path.empty() && m.path.front() == '/') code.push_back(std::move(m));
   }
+  if (code == maps_) return true;
+  maps_ = std::move(code);
+  unwind_tables_.clear();
+  // libunwind keeps the unwind rules it found by address (flushed lazily: safe in the middle of an
+  // unwind), and _UPT the file it mapped last (made anew by begin_sample).
+  if (copy_space_) unw_flush_cache(copy_space_, 0, 0);
+  if (ptrace_space_) unw_flush_cache(ptrace_space_, 0, 0);
+  maps_changed_ = true;
   return true;
 }
 
-void ProcessImage::refresh_maps_older_than(std::chrono::steady_clock::duration age) {
-  if (std::chrono::steady_clock::now() - maps_read_at_ > age) refresh_maps();
+void ProcessImage::begin_sample() {
+  check_.begin_sample();
+  if (!maps_changed_) return;
+  maps_changed_ = false;
+  if (void* fresh = _UPT_create(pid_.value)) {
+    _UPT_destroy(upt_);
+    upt_ = fresh;
+  }
+}
+
+bool ProcessImage::read_memory(std::uint64_t address, void* buffer, std::size_t length) {
+  const bool read = read_only_memory_.read(address, buffer, length);
+  if (read_only_memory_.maps_changed()) refresh_maps();
+  return read;
 }
 
 bool ProcessImage::thread_multiple() const {
@@ -171,11 +191,18 @@ const unw_dyn_info_t* ProcessImage::unwind_table_at(std::uint64_t ip) {
   return it->second ? &*it->second : nullptr;
 }
 
-const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) const {
+const os::Mapping* ProcessImage::known_mapping_at(std::uint64_t address) const {
   for (const auto& m : maps_) {
     if (m.contains(address)) return &m;
   }
   return nullptr;
+}
+
+const os::Mapping* ProcessImage::mapping_at(std::uint64_t address) {
+  const os::Mapping* m = known_mapping_at(address);
+  if (m && check_.still_mapped(m->start, m->end, m->path)) return m;
+  if (check_.maps_read_this_sample() || !refresh_maps()) return nullptr;
+  return known_mapping_at(address);
 }
 
 SampledFrame ProcessImage::describe(std::uint64_t address) {
@@ -189,7 +216,6 @@ SampledFrame ProcessImage::describe(std::uint64_t address) {
     return frame;
   }
   const os::Mapping* m = mapping_at(address);
-  if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return frame;
   frame.module = m->path.substr(m->path.rfind('/') + 1);
   if (auto symbols = symbols_for(*m)) {
@@ -212,7 +238,6 @@ std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address)
     return *start + vdso_symbols_->load_bias(vdso_.start, 0);
   }
   const os::Mapping* m = mapping_at(address);
-  if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return std::nullopt;
   const auto symbols = symbols_for(*m);
   if (!symbols) return std::nullopt;
@@ -223,7 +248,6 @@ std::optional<std::uint64_t> ProcessImage::function_start(std::uint64_t address)
 
 bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   const os::Mapping* m = mapping_at(address);
-  if (!m && refresh_maps()) m = mapping_at(address);
   if (!m) return false;
   const auto symbols = symbols_for(*m);
   if (!symbols) return false;

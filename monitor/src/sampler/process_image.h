@@ -5,7 +5,6 @@
 
 #include <libunwind.h>
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "os/stopped_thread.h"
 #include "sampler/classify.h"
 #include "sampler/elf_symbols.h"
+#include "sampler/mapping_check.h"
 #include "sampler/read_only_memory.h"
 #include "sampler/sampled_frame.h"
 
@@ -64,14 +64,12 @@ class ProcessImage {
   std::span<const std::uint8_t> vdso_image() const { return vdso_image_; }
   const unw_dyn_info_t* vdso_unwind_table() const { return vdso_unwind_table_ ? &*vdso_unwind_table_ : nullptr; }
 
+  // A new sample of the process: each mapping is checked (MappingCheck) before what was read of it
+  // is used again, and libunwind's handle of the process is made anew if the maps changed.
+  void begin_sample();
   // Memory of the process for the unwinder (its unwind tables: ReadOnlyMemory); false if nothing is
   // mapped there.
-  bool read_memory(std::uint64_t address, void* buffer, std::size_t length) {
-    return read_only_memory_.read(address, buffer, length);
-  }
-  // Reads the maps again when they are older than `age`: a library closed and another mapped at
-  // its addresses since is then seen (what is kept of it for the unwinder, and its symbols).
-  void refresh_maps_older_than(std::chrono::steady_clock::duration age);
+  bool read_memory(std::uint64_t address, void* buffer, std::size_t length);
 
   // The unwind table (.eh_frame_hdr) of the file whose code holds `ip`, as libunwind searches it in
   // this process: what _UPT_find_proc_info builds for a frame after reading /proc/PID/maps and
@@ -85,19 +83,23 @@ class ProcessImage {
   void* upt() const { return upt_; }
 
  private:
-  explicit ProcessImage(os::Pid pid) : pid_(pid), read_only_memory_(pid) {}
+  explicit ProcessImage(os::Pid pid) : pid_(pid), check_(pid), read_only_memory_(pid, check_) {}
   bool refresh_maps();
   void read_vdso();
-  const os::Mapping* mapping_at(std::uint64_t address) const;
+  // The mapping that holds `address`, checked to be still what the maps said; when it is not, or
+  // none holds it (a library loaded since), the maps are read again, at most once per sample.
+  const os::Mapping* mapping_at(std::uint64_t address);
+  const os::Mapping* known_mapping_at(std::uint64_t address) const;
   // symbols_of, looked up once per file for this process (a stat per frame would cost).
   std::shared_ptr<const ElfSymbols> symbols_for(const os::Mapping& mapping);
 
   os::Pid pid_;
   std::uint64_t start_ticks_ = 0;
-  std::vector<os::Mapping> maps_;  // file-backed executable mappings
-  std::chrono::steady_clock::time_point maps_read_at_;
+  std::vector<os::Mapping> maps_;                                         // file-backed executable mappings
   std::map<std::uint64_t, std::optional<unw_dyn_info_t>> unwind_tables_;  // by mapping start, for maps_
+  MappingCheck check_;
   ReadOnlyMemory read_only_memory_;
+  bool maps_changed_ = false;  // since the last begin_sample
   // By path, then inode: a lookup copies no path (it runs for every frame of every sample).
   std::map<std::string, std::map<std::uint64_t, std::shared_ptr<const ElfSymbols>>> symbols_;
   CodeRange vdso_;

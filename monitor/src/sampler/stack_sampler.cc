@@ -189,12 +189,7 @@ Unwound walk(unw_cursor_t& cursor) {
   return result;
 }
 
-// How long the maps of a process are trusted for its unwind tables: a library closed and another
-// mapped at its addresses since is seen within this time.
-constexpr auto kMapsTrustedFor = std::chrono::seconds(10);
-
 Unwound unwind_copy(ProcessImage& image, const Capture& capture) {
-  image.refresh_maps_older_than(kMapsTrustedFor);
   UnwindContext context{&image, &capture, image.upt(), image.vdso().start, image.vdso_image(), std::nullopt};
   if (const unw_dyn_info_t* vdso = image.vdso_unwind_table()) context.vdso_table = *vdso;
   current_unwind = &context;
@@ -458,6 +453,7 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
     sample.monitor_cpu = thread_cpu_now() - cpu_begin;
     return sample;
   }
+  image->begin_sample();
   sample.mpi_library_found = image->has_mpi();
   if (!sample.mpi_library_found) sample.note = "no MPI library mapped";
   sample.thread_multiple = image->thread_multiple();
