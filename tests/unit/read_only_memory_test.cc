@@ -29,7 +29,8 @@ const unsigned char* own_code() { return reinterpret_cast<const unsigned char*>(
 
 // The test's own process as the sampler sees a rank's: its maps just read, checked once a sample.
 struct OwnMemory {
-  OwnMemory() {
+  OwnMemory() { read_maps_again(); }
+  void read_maps_again() {
     const auto maps = os::read_maps(kSelf);
     EXPECT_TRUE(maps);
     if (maps) memory.set_mappings(*maps);
@@ -62,6 +63,21 @@ void* map_file_page(char fill, void* at) {
   ::close(fd);
   ::unlink(path);
   return mapped;
+}
+
+// A library closed and another mapped at its addresses (dlclose, dlopen): a page of a file of 'a'
+// is mapped, read through `own` and kept, then unmapped, and a page of another file, of 'b',
+// mapped at its address `at`.
+void keep_a_page_then_map_another_there(OwnMemory& own, void*& at) {
+  at = map_file_page('a', nullptr);
+  ASSERT_NE(at, MAP_FAILED);
+  own.read_maps_again();
+  char byte = 0;
+  ASSERT_TRUE(own.memory.read(address_of(at), &byte, 1));
+  ASSERT_EQ(byte, 'a');
+  ASSERT_EQ(own.memory.kept(), 1u);
+  ASSERT_EQ(::munmap(at, kPage), 0);
+  ASSERT_EQ(map_file_page('b', at), at);
 }
 
 TEST(ReadOnlyMemory, ABlockOfAReadOnlyFileMappingIsReadOnceAndKept) {
@@ -99,27 +115,19 @@ TEST(ReadOnlyMemory, WritableMemoryIsReadFromTheProcessEveryTime) {
 }
 
 TEST(ReadOnlyMemory, AFileMappedWhereAnotherWasIsReadAfreshOnceTheMapsSaySo) {
-  // A library closed and another mapped at its addresses (dlclose, dlopen): the new maps name
-  // another file there, and what was kept of the old one must not be served.
-  void* at = map_file_page('a', nullptr);
-  ASSERT_NE(at, MAP_FAILED);
+  // The new maps name another file there, and what was kept of the old one must not be served.
   OwnMemory own;
   auto& memory = own.memory;
-  char byte = 0;
-  ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
-  EXPECT_EQ(byte, 'a');
-  EXPECT_EQ(memory.kept(), 1u);
-  ASSERT_EQ(::munmap(at, kPage), 0);
-  ASSERT_EQ(map_file_page('b', at), at);
-  const auto maps = os::read_maps(kSelf);
-  ASSERT_TRUE(maps);
-  memory.set_mappings(*maps);
+  void* at = nullptr;
+  ASSERT_NO_FATAL_FAILURE(keep_a_page_then_map_another_there(own, at));
+  own.read_maps_again();
   EXPECT_EQ(memory.kept(), 0u);
+  char byte = 0;
   ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
   EXPECT_EQ(byte, 'b');
   // Unmapped: nothing to read, and nothing kept is served for it.
   ASSERT_EQ(::munmap(at, kPage), 0);
-  memory.set_mappings(*os::read_maps(kSelf));
+  own.read_maps_again();
   EXPECT_FALSE(memory.read(address_of(at), &byte, 1));
 }
 
@@ -127,24 +135,19 @@ TEST(ReadOnlyMemory, AFileMappedWhereAnotherWasIsNeverServedFromWhatWasKept) {
   // The same, before anyone read the maps again: Open MPI closes and opens components inside
   // MPI_Init, and a sampler that first looked then must not unwind the new ones by the old ones'
   // tables. The next sample asks the mapping again (MappingCheck) and finds another file there.
-  void* at = map_file_page('a', nullptr);
-  ASSERT_NE(at, MAP_FAILED);
   OwnMemory own;
   auto& memory = own.memory;
-  char byte = 0;
-  ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
-  EXPECT_EQ(byte, 'a');
-  ASSERT_EQ(::munmap(at, kPage), 0);
-  ASSERT_EQ(map_file_page('b', at), at);
+  void* at = nullptr;
+  ASSERT_NO_FATAL_FAILURE(keep_a_page_then_map_another_there(own, at));
   own.check.begin_sample();
+  char byte = 0;
   ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
   EXPECT_EQ(byte, 'b');
   EXPECT_TRUE(memory.maps_changed());
   EXPECT_FALSE(memory.maps_changed());  // said once
   EXPECT_EQ(memory.kept(), 0u);
   // Once the maps are read again, the new file's blocks are kept.
-  memory.set_mappings(*os::read_maps(kSelf));
-  own.check.maps_read();
+  own.read_maps_again();
   ASSERT_TRUE(memory.read(address_of(at), &byte, 1));
   EXPECT_EQ(byte, 'b');
   EXPECT_EQ(memory.kept(), 1u);
