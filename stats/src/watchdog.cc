@@ -450,9 +450,33 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
     series[i].push_back(i < verified.last.size() ? verified.last[i] : RankSnapshot{});
   }
   std::vector<double> times{verified.last_t};
+  // Ranks at work outside MPI in every check while sampled ranks waited in MPI_Finalize during
+  // the evidence: the job's serial end (rank 0 summing up while the others wait to finish), which
+  // stacks cannot tell from a spin. Not judged, from now to the job's end. A rank blocked in MPI
+  // beside finished ones (a message never sent) is no rank at work, and stays a hang.
+  const auto at_serial_end = [&](const std::vector<int>& working_ranks) {
+    if (working_ranks.empty() || finished_seen_at_ < finding.decision.onset()) return;
+    serial_end_ = true;
+    std::string working;
+    for (std::size_t i = 0; i < working_ranks.size() && i < 3; ++i) {
+      working += (i > 0 ? ", " : "") + std::to_string(working_ranks[i]);
+    }
+    if (working_ranks.size() > 3) working += " and " + std::to_string(working_ranks.size() - 3) + " more";
+    moved.emplace();
+    moved->alarm = Alarm{.decision = finding.decision,
+                         .slowdown = true,
+                         .withdrawn = true,
+                         .serial_end = true,
+                         .evidence = "sampled ranks wait in MPI_Finalize while rank(s) " + working +
+                                     " work outside MPI in every check of all ranks"};
+    moved->progress_at = times.back();
+  };
   for (int c = 0; c < config_.identification_rounds; ++c) {
     if (!probe.wait_until(finding.confirmed_at + (c + 1) * config_.identification_spacing)) {
       finding.ended_during_checks = true;  // e.g. a second watchdog on the job acted first
+      // Or the job's serial end finished by itself under the checks: judged on the checks taken,
+      // not reported as a hang of a job that completed (a false alarm the simulator found).
+      at_serial_end(persistently_out_ranks(finding.checks));
       return finding;
     }
     auto states = probe.all_states(rank_count_);
@@ -466,6 +490,7 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
     // `parastack run` looks once a second), and the checks taken were of dying ranks.
     if (std::all_of(states.begin(), states.end(), [](RankState s) { return s == RankState::Unknown; })) {
       finding.ended_during_checks = true;
+      at_serial_end(persistently_out_ranks(finding.checks));
       return finding;
     }
     finding.checks.push_back(std::move(states));
@@ -483,26 +508,7 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
     return finding;
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
-  // Ranks at work outside MPI in every check while sampled ranks waited in MPI_Finalize during
-  // the evidence: the job's serial end (rank 0 summing up while the others wait to finish), which
-  // stacks cannot tell from a spin. Not judged, from now to the job's end. A rank blocked in MPI
-  // beside finished ones (a message never sent) is no rank at work, and stays a hang.
-  if (!finding.faulty_ranks.empty() && finished_seen_at_ >= finding.decision.onset()) {
-    serial_end_ = true;
-    std::string working;
-    for (std::size_t i = 0; i < finding.faulty_ranks.size() && i < 3; ++i) {
-      working += (i > 0 ? ", " : "") + std::to_string(finding.faulty_ranks[i]);
-    }
-    if (finding.faulty_ranks.size() > 3) working += " and " + std::to_string(finding.faulty_ranks.size() - 3) + " more";
-    moved.emplace();
-    moved->alarm = Alarm{.decision = finding.decision,
-                         .slowdown = true,
-                         .withdrawn = true,
-                         .serial_end = true,
-                         .evidence = "sampled ranks wait in MPI_Finalize while rank(s) " + working +
-                                     " work outside MPI in every check of all ranks"};
-    moved->progress_at = times.back();
-  }
+  at_serial_end(finding.faulty_ranks);
   return finding;
 }
 

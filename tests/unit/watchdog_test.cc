@@ -269,14 +269,20 @@ TEST(Watchdog, AJobTheNodeStoppedRunningIsNotJudgedOnSamplesThatCameLate) {
 // A job of 30 ranks (two sampled sets of 10) that computes or waits in MPI at random, a fresh draw
 // every 0.1 s, until `end`; then every rank but `last` waits in MPI_Finalize for good, and `last`
 // either works on alone outside MPI (the job's serial end, healthy: it would finish by itself) or
-// waits in MPI_Recv for a message a finished rank never sent (the last-message hang).
+// waits in MPI_Recv for a message a finished rank never sent (the last-message hang). The end
+// lasts 600 s, or, with `checks_before_exit`, until that many checks of all ranks have been taken.
 class JobEnd : public JobProbe {
  public:
-  JobEnd(double end, int last, bool working) : end_(end), last_(last), working_(working) {}
+  JobEnd(double end, int last, bool working, int checks_before_exit = -1)
+      : end_(end), last_(last), working_(working), checks_left_(checks_before_exit) {}
   double now() override { return t_; }
   bool wait_until(double t) override {
     t_ = std::max(t_, t);
-    return t_ < end_ + 600;
+    return t_ < end_ + 600 && checks_left_ != 0;
+  }
+  std::vector<RankState> all_states(int rank_count) override {
+    if (checks_left_ > 0) --checks_left_;
+    return JobProbe::all_states(rank_count);
   }
   std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
     std::vector<RankSnapshot> states;
@@ -299,6 +305,7 @@ class JobEnd : public JobProbe {
   double end_;
   int last_;
   bool working_;
+  int checks_left_;
   double t_ = 0;
 };
 
@@ -350,6 +357,32 @@ TEST(Watchdog, AJobsSerialEndIsNotJudgedAndALastMessageNeverSentIsAHang) {
     EXPECT_EQ(finding->type(), HangType::Communication);
     EXPECT_GE(finding->decision.onset(), kEnd - 1);
   }
+}
+
+// A serial end shorter than the checks of all ranks: the job finishes by itself after two of them.
+// The checks taken found the rank at work beside finished ones, so it is the serial end, as it
+// would have been had they all been taken, and no hang is reported of a job that completed (the
+// simulator's job-ends shape, seed 69: "a hang of undetermined type" 1.5 s before the job ended).
+TEST(Watchdog, ASerialEndThatFinishesUnderTheChecksIsNoHang) {
+  constexpr double kEnd = 300;
+  const Watchdog layout(WatchdogConfig{}, 30, 5);
+  const auto& sets = layout.sets();
+  int outside = 0;
+  while (std::any_of(sets.begin(), sets.end(),
+                     [&](const std::vector<int>& s) { return std::find(s.begin(), s.end(), outside) != s.end(); })) {
+    ++outside;
+  }
+  JobEnd probe(kEnd, outside, true, 2);
+  std::vector<Alarm> alarms;
+  WatchdogHooks hooks;
+  hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+  const auto finding = Watchdog(WatchdogConfig{}, 30, 5).watch(probe, hooks);
+  EXPECT_FALSE(finding.has_value()) << "a job that completed was reported hung ("
+                                    << (finding ? to_string(finding->type()) : "") << ")";
+  ASSERT_FALSE(alarms.empty()) << "the set of finished ranks never raised an alarm: the test tests nothing";
+  EXPECT_TRUE(alarms.back().serial_end && alarms.back().withdrawn) << alarms.back().evidence;
+  EXPECT_NE(alarms.back().evidence.find("rank(s) " + std::to_string(outside) + " work"), std::string::npos)
+      << alarms.back().evidence;
 }
 
 }  // namespace
