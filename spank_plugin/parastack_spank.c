@@ -282,12 +282,14 @@ static int add_site_and_user(const struct site* site, const char** argv, int arg
 /* The srun that starts one monitor per node (`nodes` of them) into argv, after the options in
  * `placement` (NULL-terminated, at most 4; NULL: the job's own nodes). The monitors watch `job`
  * (JOB or JOB.STEP), end with the process `script` (PID:START), log only errors, and exit 0 after
- * a hang. Returns argc (at most 30); the caller appends and NULL-terminates. */
+ * a hang. Returns argc (at most 30); the caller appends and NULL-terminates.
+ * --kill-on-bad-exit=1: a monitor that dies (a crash, kill -9) takes the other monitors with it;
+ * they would otherwise wait for it, idle but present, until the job's end. Only this step. */
 static int monitors_srun(const struct site* site, const char* const* placement, const char* nodes, const char* job,
                          const char* report, const char* script, const char** argv) {
   int argc = 0;
   const char* const head[] = {
-      site->srun, "--overlap", "--quiet", "--job-name=parastack", "--mpi=pmix", "--kill-on-bad-exit=0", "--input=none"};
+      site->srun, "--overlap", "--quiet", "--job-name=parastack", "--mpi=pmix", "--kill-on-bad-exit=1", "--input=none"};
   for (size_t i = 0; i < sizeof head / sizeof *head; ++i) argv[argc++] = head[i];
   for (int i = 0; placement && placement[i] && i < 4; ++i) argv[argc++] = placement[i];
   const char* const tail[] = {"--nodes",

@@ -4,6 +4,7 @@
 // the user and no cgroup of the job is left.
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -720,6 +721,39 @@ TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
   for (const auto& r : report["ranks"]) {
     EXPECT_EQ(r["host"], r["rank"].get<int>() < 4 ? "node1" : "node2") << r.dump();
   }
+  expect_nothing_left(cluster, id);
+}
+
+// Never harm a job, and leave nothing behind: a monitor killed (kill -9, or a crash: CI once saw the
+// leading monitor die of a segfault as it started) ends the other monitors of the job, which would
+// otherwise wait for it until the job's end, and the job runs on to its own end untouched.
+TEST(SlurmPluginOnTwoNodes, AMonitorKilledEndsTheOtherMonitorsAndNotTheJob) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  SlurmCluster cluster(2, binaries());
+  cluster.set_plugstack("");
+  // 90 s of work: the monitors are killed once their models hold, well before its end.
+  const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=2", "-o", "killed.out", "-e", "killed.err",
+                                  "--parastack=log-level=debug", solver_script(cluster, "srun", 90)});
+  const auto err = cluster.jobs() / "killed.err";
+  testing::await_models([&] { return read_file(err); }, [&] { return cluster.job_active(id); }, 20);
+  const auto monitors = cluster.processes(id, "parastack-monitor");
+  ASSERT_EQ(monitors.size(), 2u) << read_file(err);
+  const auto ranks = cluster.processes(id, "ps_solver");
+  ASSERT_EQ(ranks.size(), 4u);
+  ASSERT_EQ(::kill(monitors.at(0), SIGKILL), 0);  // the leader
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!cluster.processes(id, "parastack-monitor").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(cluster.processes(id, "parastack-monitor").empty()) << "the other monitor waits on\n" << read_file(err);
+  // Every rank still runs: what ended was the monitors, not the job.
+  EXPECT_EQ(cluster.processes(id, "ps_solver"), ranks) << read_file(err);
+  const auto job = cluster.wait_ended(id, 300);
+  EXPECT_EQ(job.state, "COMPLETED") << job.record << read_file(err);
+  EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
+  const std::string out = read_file(cluster.jobs() / "killed.out");
+  EXPECT_NE(out.find("iterations "), std::string::npos) << out;
+  EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
   expect_nothing_left(cluster, id);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ class SlurmCluster {
   // Shell lines for a job script: watch (not wait for) the script's background jobs, and leave in
   // $most the most monitor steps (steps named parastack) the job had at once while they ran.
   static std::string most_monitor_steps_while_background_jobs_run();
+  // The job's processes of this cluster running `program` (its first 15 characters, as /proc's
+  // comm keeps them): pid by task (SLURM_PROCID).
+  std::map<int, pid_t> processes(const std::string& id, const std::string& program) const;
   // What the job left behind: the user's processes, and the job's cgroups. Empty when clean.
   std::vector<std::string> leftovers(const std::string& id) const;
 
