@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "cli/commands.h"
+#include "cli/job_options.h"
 #include "cli/site_config.h"
 
 namespace {
@@ -96,10 +97,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (error) {
     FUZZ_REQUIRE(error->starts_with(path + " line "));
   } else {
-    // Every setting named an option, now given, or is a scheduler's setting that parastack run skips.
+    // Every setting named an option, now given, or is a scheduler's setting or a batch job's
+    // option (monitor-timeout) that parastack run skips.
     for (const auto& s : settings) {
       if (std::find(kSchedulerSettings.begin(), kSchedulerSettings.end(), s.key) != kSchedulerSettings.end()) continue;
-      FUZZ_REQUIRE(s.key != "config" && run->get_option("--" + s.key)->count() > 0);
+      const CLI::Option* option = run->get_option_no_throw("--" + s.key);
+      if (!option) {
+        FUZZ_REQUIRE(std::find(kJobOptions.begin(), kJobOptions.end(), s.key) != kJobOptions.end());
+        continue;
+      }
+      FUZZ_REQUIRE(s.key != "config" && option->count() > 0);
     }
   }
   return 0;
