@@ -1,6 +1,7 @@
 // The test support's own promise (tests/support/mpi_job.h): a test binary ended by a signal (a
 // developer's Ctrl-C, a kill) leaves none of the processes its tests started, though no destructor
-// runs then.
+// runs then. And the wait for a watchdog's models (tests/support/watch_log.h) ends as soon as it
+// can tell that they will never come.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "support/mpi_job.h"
+#include "support/watch_log.h"
 
 namespace parastack {
 namespace {
@@ -47,6 +49,39 @@ TEST(TestSupport, ATestBinaryEndedBySigintOrSigtermLeavesNoProcessBehind) {
         std::filesystem::path(scratch).filename().string().starts_with("parastack-test-")) {
       std::filesystem::remove_all(scratch);
     }
+  }
+}
+
+// Lines as a one-set watchdog's debug log has them.
+const std::string kModelsLog =
+    "sampling 1 set(s) of 4 rank(s)\n"
+    "set=0 S=0.25 in_mpi model_samples=40\n";
+
+TEST(TestSupport, TheWaitForModelsEndsWhenTheyHold) {
+  EXPECT_NO_THROW(testing::await_models([] { return kModelsLog; }, [] { return true; }, 40, 1s));
+  EXPECT_THROW(testing::await_models([] { return kModelsLog; }, [] { return true; }, 41, 1s), std::runtime_error);
+}
+
+TEST(TestSupport, TheWaitForModelsEndsAtOnceWhenAProcessCrashedOrTheWatchdogEnded) {
+  // Open MPI's banner, as a monitor that crashed in the job's stderr left it (CI, 2026-12-03).
+  const std::string crashed =
+      "[node1:00067] *** Process received signal ***\n"
+      "[node1:00067] Signal: Segmentation fault (11)\n";
+  // A timeout that would end the wait anyway, with another message.
+  try {
+    testing::await_models([&] { return crashed; }, [] { return true; }, 40, 5s);
+    ADD_FAILURE() << "the wait went on beside a crashed process";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a process crashed before the model was ready"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("Segmentation fault"), std::string::npos) << e.what();
+  }
+  try {
+    testing::await_models([] { return std::string("sampling 1 set(s) of 4 rank(s)\n"); }, [] { return false; }, 40, 5s);
+    ADD_FAILURE() << "the wait went on for a watchdog that had ended";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the watchdog ended before its model was ready"), std::string::npos)
+        << e.what();
   }
 }
 

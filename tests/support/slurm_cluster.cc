@@ -248,22 +248,48 @@ std::string SlurmCluster::steps(const std::string& id) const {
   return as_user({"squeue", "-h", "-s", "-j", id, "-o", "%i %j"}).out;
 }
 
-std::map<int, pid_t> SlurmCluster::processes(const std::string& id, const std::string& program) const {
-  std::map<int, pid_t> found;
+std::vector<SlurmCluster::ClusterProcess> SlurmCluster::cluster_processes() const {
+  std::vector<ClusterProcess> found;
+  // The processes of this cluster's jobs carry its SLURM_CONF (the job's environment).
   const std::string conf = "SLURM_CONF=" + (dir_ / "etc" / "slurm.conf").string() + '\0';
-  const std::string job = '\0' + std::string("SLURM_JOB_ID=") + id + '\0';
   std::error_code ignored;
   for (const auto& entry : fs::directory_iterator("/proc", ignored)) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (read_file(entry.path() / "comm") != program.substr(0, 15) + "\n") continue;
-    const std::string variables = '\0' + read_file(entry.path() / "environ");
-    const auto task = variables.find(std::string(1, '\0') + "SLURM_PROCID=");
-    if (variables.find(conf) == std::string::npos || variables.find(job) == std::string::npos ||
-        task == std::string::npos) {
+    // A leading NUL, so that every variable, the first one too, is found as "\0NAME=".
+    std::string environment = '\0' + read_file(entry.path() / "environ");
+    if (environment.find(conf) == std::string::npos) continue;
+    // The real uid, from status: /proc/PID itself belongs to root while a process that changed
+    // its user has not run execve yet (not dumpable).
+    std::istringstream status(read_file(entry.path() / "status"));
+    std::optional<uid_t> uid;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) == 0) {
+        uid_t value = 0;
+        if (std::istringstream(line.substr(4)) >> value) uid = value;
+        break;
+      }
+    }
+    if (!uid) continue;  // gone since
+    std::string comm = read_file(entry.path() / "comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    found.push_back({static_cast<pid_t>(std::stoi(name)), *uid, std::move(comm), std::move(environment)});
+  }
+  return found;
+}
+
+std::map<int, pid_t> SlurmCluster::processes(const std::string& id, const std::string& program) const {
+  std::map<int, pid_t> found;
+  const std::string job = '\0' + std::string("SLURM_JOB_ID=") + id + '\0';
+  const std::string task = '\0' + std::string("SLURM_PROCID=");
+  for (const auto& process : cluster_processes()) {
+    const auto at = process.environment.find(task);
+    if (process.comm != program.substr(0, 15) || process.environment.find(job) == std::string::npos ||
+        at == std::string::npos) {
       continue;
     }
-    found[std::stoi(variables.substr(task + 14, variables.find('\0', task + 14) - task - 14))] = std::stoi(name);
+    const auto value = at + task.size();
+    found[std::stoi(process.environment.substr(value, process.environment.find('\0', value) - value))] = process.pid;
   }
   return found;
 }
@@ -271,22 +297,9 @@ std::map<int, pid_t> SlurmCluster::processes(const std::string& id, const std::s
 std::vector<std::string> SlurmCluster::leftovers(const std::string& id) const {
   std::vector<std::string> found;
   const passwd* pw = ::getpwnam(user().c_str());
-  const std::string conf = "SLURM_CONF=" + (dir_ / "etc" / "slurm.conf").string() + '\0';
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(entry.path() / "status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Uid:", 0) == 0) {
-        std::istringstream fields(line.substr(4));
-        unsigned uid = 0;
-        fields >> uid;
-        // The user's processes of this cluster's jobs carry its SLURM_CONF (the job's environment).
-        if (pw && uid == pw->pw_uid && read_file(entry.path() / "environ").find(conf) != std::string::npos) {
-          found.push_back("process " + name + ": " + read_file(entry.path() / "comm"));
-        }
-        break;
-      }
+  for (const auto& process : cluster_processes()) {
+    if (pw && process.uid == pw->pw_uid) {
+      found.push_back("process " + std::to_string(process.pid) + ": " + process.comm);
     }
   }
   // This cluster's cgroups: cluster.sh gives each node a freezer subtree slurm_CLUSTER_NODE.

@@ -4,6 +4,8 @@
 // are copied where that user can run them (the build may live under /root).
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -77,6 +79,15 @@ class SlurmCluster {
   std::vector<std::string> leftovers(const std::string& id) const;
 
  private:
+  // A process of this cluster's jobs, any user's (a job's environment holds the cluster's SLURM_CONF).
+  struct ClusterProcess {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    std::string comm;         // /proc's name, at most 15 characters
+    std::string environment;  // /proc's environ after a NUL: each variable found as "\0NAME=VALUE\0"
+  };
+  std::vector<ClusterProcess> cluster_processes() const;
+
   std::filesystem::path dir_;
   std::vector<std::string> environment_;  // SLURM_CONF and friends, for the user's commands
   // cluster.sh down (every daemon, job, cgroup and file goes), then the scratch directory.

@@ -16,7 +16,7 @@ std::size_t occurrences(const std::string& log, const std::string& text, std::si
 bool models_hold(const std::string& log, int samples);
 
 // Polls `log()` until models_hold(log(), samples). Throws, with the log, if `running()` turns false
-// first or the timeout passes.
+// first, the log shows a process that crashed (Open MPI's signal banner), or the timeout passes.
 void await_models(const std::function<std::string()>& log, const std::function<bool()>& running, int samples,
                   std::chrono::seconds timeout = std::chrono::seconds(600));
 
