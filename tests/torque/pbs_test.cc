@@ -347,6 +347,16 @@ TEST_F(PbsTorqueStandIn, BadInvocationsSayWhatIsWrongInOneLineAndSubmitNothing) 
     EXPECT_NE(result.err.find("pbs_parastack: " + message), std::string::npos) << result.err;
     EXPECT_EQ(result.out, "") << message;
   }
+  // A bad value in the site's file is the site's to fix: named with its file and line, as
+  // parastack run names it (until 2026-12-04: only "parastack options refused").
+  const auto config = jobs() / "bad-site.conf";
+  std::ofstream(config) << "log-level = info\nalpha = 2\n";
+  give_to_user(config);
+  const auto result = as_user({pbs, "job.sh"}, {"PARASTACK_CONFIG=" + config.string()});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err.rfind("pbs_parastack: " + config.string() + " line 2: alpha = 2: ", 0), 0u) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << "one line:\n" << result.err;
+  EXPECT_EQ(result.out, "");
   EXPECT_FALSE(fs::exists(spool() / "next")) << "nothing was submitted";
 }
 

@@ -83,8 +83,10 @@ std::variant<Site, std::string> read_site() {
   if (auto* error = std::get_if<std::string>(&read)) return *error;
   // Keys of `parastack run` that are not the watch's own (startup-timeout...) are not pbs_parastack's.
   CLI::App run_app;
-  cli::add_run_command(run_app);
+  const auto run_command = cli::add_run_command(run_app);  // holds the options a check writes into
   CLI::App* run = run_app.get_subcommand("run");
+  run_app.parse(std::vector<std::string>{"run"});
+  std::vector<cli::Setting> checked_here;
   for (const auto& s : std::get<std::vector<cli::Setting>>(read)) {
     const std::string where = path + " line " + std::to_string(s.line) + ": ";
     // log-file is `parastack run`'s alone here: a site's log for its users' own runs is no file for
@@ -105,10 +107,14 @@ std::variant<Site, std::string> read_site() {
     } else if (job_option) {
       if (s.value.find(',') != std::string::npos) return where + s.key + ": a value with ',' cannot be passed on";
       site.defaults += (site.defaults.empty() ? "" : ",") + s.key + "=" + s.value;
+      if (run->get_option_no_throw("--" + s.key)) checked_here.push_back(s);
     } else if (!run->get_option_no_throw("--" + s.key)) {
       return where + "unknown setting '" + s.key + "'";
     }
   }
+  // The values, by the options parastack run shares with the monitors: a bad one is named with its
+  // file and line here, not left to parastack-monitor --check-options, which knows no file.
+  if (auto error = cli::apply_site_config(*run, path, checked_here)) return *error;
   return site;
 }
 
