@@ -137,6 +137,7 @@ TEST_F(ReplayCli, TextOutputShowsEveryDecisionAndTheVerdict) {
   EXPECT_NE(result.out.find("runs test"), std::string::npos);
   EXPECT_NE(result.out.find(" k="), std::string::npos);
   EXPECT_NE(result.out.find("verdict: hang at t="), std::string::npos);
+  EXPECT_NE(result.out.find(", alpha=0.001 per-job)\n"), std::string::npos) << result.out;
 }
 
 TEST_F(ReplayCli, PerTestBudgetNeedsFewerSuspicions) {

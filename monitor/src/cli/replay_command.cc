@@ -86,8 +86,9 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
                     d.observation.set, d.streak, d.threshold ? d.threshold->value : 0.0, d.streak_onset,
                     d.threshold ? d.threshold->q : 0.0, d.required_streak);
   }
-  return std::string(text) + ", alpha=" + std::to_string(policy.alpha) + " " +
-         std::string(stats::to_string(policy.budget));
+  char alpha[32];
+  std::snprintf(alpha, sizeof alpha, "%g", policy.alpha);  // as given: 0.001, 1e-06 (to_string: 0.001000, 0.000001)
+  return std::string(text) + ", alpha=" + alpha + " " + std::string(stats::to_string(policy.budget));
 }
 
 void print_decision_text(const stats::Decision& d) {
