@@ -38,7 +38,8 @@
 //    sits at a place whose ranks the job has seen leave it for real: long runs there are this
 //    job's habit, whereas a place never left (a deadlock's receive, a spin) is not. It
 //    applies only once the job has shown that it moves: at least early_min_pairs observations
-//    whose ranks' status was known (active ranks, or everyone busy-waiting) outside such runs. A
+//    whose ranks' status was known (active ranks, or everyone busy-waiting), those of a run still
+//    under way not counted (a run that ended by itself counts). A
 //    code that always looks still (one MPI call site in a loop around a tiny computation) holds
 //    every observation after its first in a run, so never has them. A run whose observations
 //    are all counted (Observation::counted: every rank's count of completed MPI calls is part of
