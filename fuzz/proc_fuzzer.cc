@@ -55,10 +55,13 @@ void check_status(std::string_view text) {
     return;
   }
   const std::string state = status->state == '?' ? "" : std::string("State:\t") + status->state + " (x)\n";
-  const auto again = parse_status("Name:\tx\n" + state + "TracerPid:\t" + std::to_string(status->tracer) + "\nUid:\t" +
-                                  std::to_string(status->real_uid) + "\t0\t0\t0\n");
+  const std::string thread_group =
+      status->thread_group == 0 ? "" : "Tgid:\t" + std::to_string(status->thread_group) + "\n";
+  const auto again =
+      parse_status("Name:\tx\n" + state + thread_group + "TracerPid:\t" + std::to_string(status->tracer) + "\nUid:\t" +
+                   std::to_string(status->real_uid) + "\t0\t0\t0\n");
   FUZZ_REQUIRE(again && again->real_uid == status->real_uid && again->tracer == status->tracer &&
-               again->state == status->state);
+               again->state == status->state && again->thread_group == status->thread_group);
 }
 
 void check_maps(std::string_view text) {

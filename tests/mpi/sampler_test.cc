@@ -22,6 +22,7 @@
 #include <variant>
 
 #include "os/proc.h"
+#include "os/ptrace.h"
 #include "os/signal.h"
 #include "os/stopped_thread.h"
 #include "sampler/classify.h"
@@ -595,6 +596,53 @@ TEST(Discovery, ProcessOfAnotherUserIsNeverARankWhateverItsEnvironment) {
   EXPECT_NE(problems.find("pid " + std::to_string(theirs.pid()) + " (ps_nompi): owned by uid 65534"), std::string::npos)
       << problems;
   EXPECT_TRUE(makes_progress(os::Pid{theirs.pid()}));
+}
+
+// Waits until the thread `tid` of `pid` is a zombie (ended, not reaped yet); its last state.
+char await_zombie(os::Pid pid, os::Tid tid) {
+  const auto state = [&] {
+    const auto stat = os::read_thread_stat(pid, tid);
+    return stat ? stat->state : '?';
+  };
+  for (int i = 0; i < 5000 && state() != 'Z'; ++i) std::this_thread::sleep_for(2ms);
+  return state();
+}
+
+// An MPI program that `parastack run` starts without mpirun (a singleton) is both the watcher's
+// child and a rank. If it ends while a sample waits for it to stop, its end is the launcher's wait's
+// to take, with its exit status: taken by the sample (until 2026-12-04), the status was lost and
+// parastack run waited for its job for ever.
+TEST(Sampler, OurOwnChildThatEndsAsASampleWaitsForItsStopKeepsItsStatusForOurWait) {
+  testing::ChildProcess child({test_program("ps_nompi"), "spin"});
+  child.wait_ready_file("nompi", 30s);
+  const os::Pid pid{child.pid()};
+  const os::Tid tid{child.pid()};
+  ASSERT_EQ(os::ptrace_seize(tid), os::PtraceStatus::Ok);
+  ASSERT_EQ(::kill(pid.value, SIGKILL), 0);  // it ends between the seize and the wait
+  ASSERT_EQ(await_zombie(pid, tid), 'Z');
+  EXPECT_EQ(os::wait_for_stop(tid).kind, os::StopKind::Exited);
+  os::ptrace_detach(tid, 0);  // as StoppedThread::stop does next: it must not take the end either
+  EXPECT_EQ(child.wait_exit(30s), 128 + SIGKILL) << "the child's end was taken by the sample";
+}
+
+// A thread of such a child that ends while held is the tracer's to reap (its process's end is not
+// reported before): reaped, the child's end then reaches our wait.
+TEST(Sampler, AThreadOfOurOwnChildThatEndsWhileHeldIsReapedAndTheChildsEndReachesUs) {
+  testing::ChildProcess child({test_program("ps_nompi"), "threads"});
+  child.wait_ready_file("nompi", 30s);
+  const os::ProcessIdentity process = *os::identify(os::Pid{child.pid()});
+  std::optional<os::Tid> second;
+  for (const auto t : os::list_threads(process.pid)) {
+    if (t != os::main_thread(process.pid)) second = t;
+  }
+  ASSERT_TRUE(second) << "ps_nompi threads has one thread";
+  {
+    auto held = os::StoppedThread::stop(process, *second);
+    ASSERT_TRUE(std::holds_alternative<os::StoppedThread>(held));
+    ASSERT_EQ(::kill(process.pid.value, SIGKILL), 0);
+    ASSERT_EQ(await_zombie(process.pid, *second), 'Z');
+  }  // the detach fails, and the thread is reaped
+  EXPECT_EQ(child.wait_exit(30s), 128 + SIGKILL) << "the child's end never reached us";
 }
 
 TEST(Sampler, JobControlStoppedProcessStaysStopped) {

@@ -1,6 +1,7 @@
 /* ps_nompi: a process without MPI, written $PS_READY_DIR/nompi once it runs.
  *
  *   ps_nompi spin       computes forever
+ *   ps_nompi threads    computes forever in its main thread and in a second one
  *   ps_nompi lost-stack spins with its stack pointer at an unmapped address (a rank that
  *                       corrupted its stack pointer): nothing can be read at it
  *   ps_nompi kernel F   waits uninterruptibly in the kernel (state D, as a reader of a stalled
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <linux/aio_abi.h>
 #include <linux/io_uring.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -38,6 +40,12 @@ static volatile double sink;
 #endif
 __attribute__((noinline)) static void SPIN_STEP(void) {
   for (int i = 1; i < 100000; ++i) sink += 1.0 / i;
+}
+
+static void* spin_forever(void* unused) {
+  (void)unused;
+  for (;;) SPIN_STEP();
+  return NULL;
 }
 
 /* Never returns and never touches memory: a ptrace stop needs no stack, a signal would kill it.
@@ -135,11 +143,14 @@ int main(int argc, char** argv) {
   }
   const int lost_stack = argc >= 2 && strcmp(argv[1], "lost-stack") == 0;
   const int in_kernel = argc >= 3 && strcmp(argv[1], "kernel") == 0;
+  const int threads = argc >= 2 && strcmp(argv[1], "threads") == 0;
   if (argc >= 3 && strcmp(argv[1], "wait") == 0) wait_in(argv[2]);
-  if (argc < 2 || (!lost_stack && !in_kernel && strcmp(argv[1], "spin") != 0)) {
-    fprintf(stderr, "usage: ps_nompi spin|lost-stack|kernel FILE|wait CALL|plugins A B F\n");
+  if (argc < 2 || (!lost_stack && !in_kernel && !threads && strcmp(argv[1], "spin") != 0)) {
+    fprintf(stderr, "usage: ps_nompi spin|threads|lost-stack|kernel FILE|wait CALL|plugins A B F\n");
     return 2;
   }
+  pthread_t second;
+  if (threads && pthread_create(&second, NULL, spin_forever, NULL) != 0) return 2;
   write_ready_file("nompi");
   if (lost_stack) spin_without_a_stack();
   if (in_kernel) wait_in_the_kernel_until(argv[2]);

@@ -86,7 +86,9 @@ TEST(ProcParse, ARealStatusFileAndATracedOne) {
   EXPECT_EQ(status->real_uid, 0u);
   EXPECT_EQ(status->tracer, 0);
   EXPECT_EQ(status->state, 'R');
-  EXPECT_EQ(parse_status("Uid:\t0\t0\t0\t0\nTracerPid:\t0\n")->state, '?');  // no State line
+  EXPECT_EQ(status->thread_group, 1458);
+  EXPECT_EQ(parse_status("Uid:\t0\t0\t0\t0\nTracerPid:\t0\n")->state, '?');       // no State line
+  EXPECT_EQ(parse_status("Uid:\t0\t0\t0\t0\nTracerPid:\t0\n")->thread_group, 0);  // nor a Tgid line
   std::string traced = text;
   traced.replace(traced.find("TracerPid:\t0"), 12, "TracerPid:\t4242");
   traced.replace(traced.find("Uid:\t0"), 6, "Uid:\t1000");

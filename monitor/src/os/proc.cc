@@ -285,7 +285,8 @@ std::optional<ProcStatus> parse_status(std::string_view text) {
   // "State:\tS (sleeping)"
   const auto state = value_of(text, "State:");
   const auto letter = state.find_first_not_of(" \t");
-  return ProcStatus{*uid, *tracer, letter == std::string_view::npos ? '?' : state[letter]};
+  const auto thread_group = number_at<pid_t>(value_of(text, "Tgid:"));
+  return ProcStatus{*uid, *tracer, letter == std::string_view::npos ? '?' : state[letter], thread_group.value_or(0)};
 }
 
 std::optional<std::vector<Mapping>> parse_maps(std::string_view text) {

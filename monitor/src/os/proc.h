@@ -48,8 +48,9 @@ std::optional<std::vector<std::string>> read_cmdline(Pid pid);
 
 struct ProcStatus {
   uid_t real_uid = 0;
-  pid_t tracer = 0;  // TracerPid: non-zero while a debugger (or another monitor) traces it
-  char state = '?';  // as ProcStat's; '?' when the file has no State line
+  pid_t tracer = 0;        // TracerPid: non-zero while a debugger (or another monitor) traces it
+  char state = '?';        // as ProcStat's; '?' when the file has no State line
+  pid_t thread_group = 0;  // Tgid: the process of a thread read by its tid; 0 when the file has no Tgid line
 };
 std::optional<ProcStatus> read_status(Pid pid);
 std::optional<ProcStatus> read_thread_status(Pid pid, Tid tid);

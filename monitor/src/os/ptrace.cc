@@ -58,6 +58,18 @@ PtraceStatus ptrace_get_regs(Tid tid, user_regs_struct& regs) { return call(PTRA
 
 namespace {
 
+// Whether the end of `tid` is left to our own wait for a child, not reaped as its tracer: the
+// process of a child of ours (the job `parastack run` started, when it is itself a rank), whose
+// exit status that wait needs; reaped here, the status would be lost and the job would never be
+// seen to end. A thread of such a child is the tracer's to reap: until it is, its process's end is
+// not reported at all.
+bool end_is_our_childs(pid_t tid) {
+  const auto stat = read_stat(Pid{tid});
+  if (!stat || stat->parent.value != ::getpid()) return false;
+  const auto status = read_status(Pid{tid});
+  return !status || status->thread_group == 0 || status->thread_group == tid;
+}
+
 // Threads that could not be detached and were not reaped yet: a zombie's tid stays its own until
 // its tracer reaps it, so none of these can name another thread meanwhile.
 std::mutex dying_mutex;
@@ -65,9 +77,7 @@ std::vector<pid_t> dying;
 
 // Reaps `tid` if it has ended; true when it is no longer ours to reap (reaped, or not our tracee).
 bool reaped(pid_t tid) {
-  // A child of ours (the job `parastack run` started, when it is itself a rank) is left to our own
-  // wait for it, which needs its exit status: reaped here, the status would be lost.
-  if (const auto stat = read_stat(Pid{tid}); stat && stat->parent.value == ::getpid()) return true;
+  if (end_is_our_childs(tid)) return true;
   while (true) {
     int status = 0;
     const pid_t got = ::waitpid(tid, &status, __WALL | WNOHANG);
@@ -107,6 +117,18 @@ void reap_dying_tracees() {
 }
 
 StopReport wait_for_stop(Tid tid) {
+  // Looked at first without taking it (WNOWAIT): a child of ours that ended meanwhile is left to our
+  // own wait for it (end_is_our_childs), which the waitpid below would have robbed of its status.
+  while (true) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(tid.value), &info, WEXITED | WSTOPPED | __WALL | WNOWAIT) == 0) {
+      const bool ended = info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+      if (ended && end_is_our_childs(tid.value)) return {StopKind::Exited, 0};
+      break;
+    }
+    if (errno == EINTR) continue;
+    return {StopKind::Gone, 0};
+  }
   int status = 0;
   while (true) {
     const pid_t got = ::waitpid(tid.value, &status, __WALL);
