@@ -1229,5 +1229,46 @@ void kill_monitor_repeatedly(int signal) {
 TEST(Sampler, SigkillOfTheMonitorNeverLeavesARankStopped) { kill_monitor_repeatedly(SIGKILL); }
 TEST(Sampler, SigtermOfTheMonitorNeverLeavesARankStopped) { kill_monitor_repeatedly(SIGTERM); }
 
+// Ctrl-Z (SIGTSTP) stops a monitor at once, by default, wherever it is: in the middle of a sample
+// it left the rank it held stopped for as long as the monitor stayed stopped (`parastack stacks`
+// suspended at a terminal). Held like the termination signals, it now stops the monitor only after
+// the detach.
+TEST(Sampler, CtrlZOfTheMonitorNeverLeavesARankStopped) {
+  MpiJob job(2, test_program("ps_target"), {"barrier", "compute"});
+  const auto launched = job.wait_ready();
+  std::mt19937 rng(20);
+  std::uniform_int_distribution<int> delay_us(200, 30000);
+  for (int round = 0; round < 25; ++round) {
+    const pid_t monitor = ::fork();
+    if (monitor == 0) {
+      // Its own process group, whose parent (this test) is outside it: an orphaned group would
+      // discard SIGTSTP.
+      ::setpgid(0, 0);
+      const std::string launcher = std::to_string(job.launcher_pid());
+      ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop", "0.0001",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    struct Reaped {  // however the round ends, the monitor goes
+      pid_t pid;
+      ~Reaped() {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    } reaped{monitor};
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment
+    ASSERT_EQ(::kill(monitor, SIGTSTP), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(monitor, &status, WUNTRACED), monitor);
+    ASSERT_TRUE(WIFSTOPPED(status)) << "round " << round << ": the monitor ended (status " << status << ")";
+    for (const auto& r : launched) {  // while the monitor stays stopped
+      const auto stat = os::read_stat(os::Pid{r.pid});
+      ASSERT_TRUE(stat.has_value());
+      EXPECT_NE(stat->state, 't') << "round " << round << ": rank " << r.rank << " left in a trace stop";
+      ASSERT_TRUE(makes_progress(os::Pid{r.pid})) << "round " << round << ": rank " << r.rank;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parastack

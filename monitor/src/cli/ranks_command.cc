@@ -22,7 +22,7 @@ int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector)
   nlohmann::json out = nlohmann::json::array();
   if (!options.json) std::printf("%6s %8s %8s %-16s %-20s %s\n", "RANK", "PID", "THREADS", "HOST", "INSTANCE", "STATE");
   for (const auto& rank : discovery.ranks) {
-    const auto sample = stack_sampler.sample(rank.pid);
+    const auto sample = stack_sampler.sample(os::ProcessIdentity{rank.pid, rank.start_ticks});
     std::string state = sample.describe();
     if (options.json) {
       nlohmann::json entry{

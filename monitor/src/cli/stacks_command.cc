@@ -40,7 +40,8 @@ int print_node_stacks(const StacksOptions& options, const sampler::JobSelector& 
     if (round > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.interval));
     for (const auto& rank : discovery.ranks) {
       instances.insert(rank.instance);
-      const auto sample = stack_sampler.sample(rank.pid, with_frames);
+      // By identity, not bare pid: over --samples and --interval a rank may end and its pid pass on.
+      const auto sample = stack_sampler.sample(os::ProcessIdentity{rank.pid, rank.start_ticks}, with_frames);
       if (sample.job_control_stopped) stopped.insert(rank.rank);
       if (sample.failure == os::StopFailure::InKernel) in_kernel.insert(rank.rank);
       tree.add(node::stack_trace_of(sample), static_cast<diagnosis::Rank>(rank.rank));

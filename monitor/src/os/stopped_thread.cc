@@ -15,7 +15,9 @@ namespace {
 sigset_t termination_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&set, signal);
+  // And the job-control stops: a monitor stopped by Ctrl-Z (parastack stacks at a terminal) would
+  // leave the thread it holds stopped until it is continued.
+  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU}) sigaddset(&set, signal);
   return set;
 }
 

@@ -1,8 +1,8 @@
 // A thread held in a ptrace stop for as short a time as possible. stop() seizes it, interrupts it
 // and waits for the stop; the destructor always detaches, re-injecting a signal the stop swallowed
-// and leaving a job-control stop in place. While any StoppedThread exists, SIGTERM, SIGINT, SIGHUP
-// and SIGQUIT to the monitor are held back (see TerminationSignalsHeld), so a monitor asked to stop
-// mid-sample still detaches first.
+// and leaving a job-control stop in place. While any StoppedThread exists, SIGTERM, SIGINT, SIGHUP,
+// SIGQUIT and the job-control stops SIGTSTP, SIGTTIN, SIGTTOU to the monitor are held back (see
+// TerminationSignalsHeld), so a monitor asked to stop mid-sample still detaches first.
 #pragma once
 
 #include <csignal>
@@ -41,7 +41,8 @@ StopFailure failure_from_errno(int error);
 // mq_receive, sigsuspend, recv and accept without a timeout.
 bool stop_interrupts(long syscall);
 
-// Blocks the termination signals for its lifetime; pending ones are delivered at destruction.
+// Blocks the termination and job-control stop signals for its lifetime; pending ones are
+// delivered at destruction.
 class TerminationSignalsHeld {
  public:
   TerminationSignalsHeld();
