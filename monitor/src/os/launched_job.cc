@@ -180,15 +180,17 @@ std::vector<ProcessIdentity> LaunchedJob::processes() const {
     }
   }
   const pid_t self = ::getpid();
+  // Once reaped, the launcher's pid may be another process's: from then on the job is what
+  // descends from us (the launcher's orphans were re-parented to us, the subreaper).
+  const pid_t launcher = status_ ? self : pid_.value;
   std::vector<ProcessIdentity> found;
   for (const auto& [pid, parent] : parent_of) {
     if (pid == self) continue;
-    // The launcher and its descendants; and children of ours that are not the launcher: orphans
-    // of the job re-parented to us, the subreaper (parastack starts no other child processes
-    // while a job runs).
-    bool in_job = pid == pid_.value || parent == self;
+    // The launcher and its descendants; and descendants of ours: orphans of the job re-parented
+    // to us and their children (parastack starts no other child processes while a job runs).
+    bool in_job = pid == launcher || parent == self;
     for (pid_t p = parent, hops = 0; !in_job && p > 1 && hops < 64; ++hops) {
-      if (p == pid_.value) in_job = true;
+      if (p == launcher || p == self) in_job = true;
       auto it = parent_of.find(p);
       if (it == parent_of.end()) break;
       p = it->second;
