@@ -147,7 +147,13 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
   // process the pid) until we let go, and it is not stopped yet: the moment to make sure it is the
   // process we were asked for. A pid reused by another process (the rank exited since discovery)
   // is caught here; that process is then stopped only for the interrupt a detach requires.
-  const bool replaced = !thread_of(process, tid);
+  // Nothing may throw past the seize (a thread left seized stops at its next signal, with nobody
+  // to let it go): a look that fails (out of memory) counts as "not the process", which detaches.
+  bool replaced = true;
+  try {
+    replaced = !thread_of(process, tid);
+  } catch (...) {
+  }
   if (ptrace_interrupt(tid) != PtraceStatus::Ok) {
     ptrace_detach(tid, 0);
     return StopFailure::Exited;
