@@ -608,10 +608,10 @@ char await_zombie(os::Pid pid, os::Tid tid) {
   return state();
 }
 
-// An MPI program that `parastack run` starts without mpirun (a singleton) is both the watcher's
-// child and a rank. If it ends while a sample waits for it to stop, its end is the launcher's wait's
-// to take, with its exit status: taken by the sample (until 2026-12-04), the status was lost and
-// parastack run waited for its job for ever.
+// Under `mpirun -np N parastack run -- ./app` each rank is the child of a watcher (and every
+// watcher samples every rank). If it ends while a sample waits for it to stop, its end is the
+// launcher's wait's to take, with its exit status: taken by the sample (until 2026-12-04), the
+// status was lost and parastack run waited for its job for ever.
 TEST(Sampler, OurOwnChildThatEndsAsASampleWaitsForItsStopKeepsItsStatusForOurWait) {
   testing::ChildProcess child({test_program("ps_nompi"), "spin"});
   child.wait_ready_file("nompi", 30s);
