@@ -162,6 +162,22 @@ TEST(MonitorNetwork, AHealthyRunEndsWithNoAlarmAndTheMonitorsLeaveWithIt) {
   for (int m = 0; m < kMonitors; ++m) {
     const pid_t monitor = monitors.follower(m);
     ASSERT_NE(monitor, 0) << "monitor " << m;
+    // Open MPI's threads block what a sample holds back (SIGTERM ... SIGTSTP): such a signal is
+    // the main thread's, which holds it while it holds a rank, never another thread's mid-sample.
+    int other_threads = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(monitor) + "/task")) {
+      if (task.path().filename() == std::to_string(monitor)) continue;
+      ++other_threads;
+      const std::string status = read_file(task.path() / "status");
+      const auto at = status.find("SigBlk:");
+      ASSERT_NE(at, std::string::npos) << status;
+      const unsigned long long blocked = std::stoull(status.substr(at + 7), nullptr, 16);
+      for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU}) {
+        EXPECT_TRUE(blocked & (1ULL << (signal - 1)))
+            << "monitor " << m << ", thread " << task.path().filename() << " takes signal " << signal;
+      }
+    }
+    EXPECT_GT(other_threads, 0) << "Open MPI's threads";
     for (int signal : {SIGUSR1, SIGUSR2, SIGHUP}) EXPECT_EQ(::kill(monitor, signal), 0);
   }
   ASSERT_EQ(app.process().wait_exit(300s), 0) << monitors.log();

@@ -34,6 +34,7 @@
 #include "os/batch_system.h"
 #include "os/proc.h"
 #include "os/session_directory.h"
+#include "os/stopped_thread.h"
 #include "watch/leader.h"
 #include "watch/logging.h"
 
@@ -491,7 +492,13 @@ int monitor_main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   const OwnSessionDirectory session_directory;  // removed after MPI_Finalize, when the object goes
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  {
+    // Open MPI's threads, started here, inherit this mask: the signals a sample holds back then
+    // reach only the main thread, which holds them while it holds a rank. Taken by one of those
+    // threads, a Ctrl-Z or a SIGQUIT would act on the whole process in the middle of a sample.
+    const os::TerminationSignalsHeld only_the_main_thread_takes_them;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  }
   int self = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &self);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
