@@ -1255,7 +1255,7 @@ TEST(Sampler, CtrlZOfTheMonitorNeverLeavesARankStopped) {
     const pid_t monitor = ::fork();
     if (monitor == 0) {
       // Its own process group, whose parent (this test) is outside it: an orphaned group would
-      // discard SIGTSTP.
+      // discard SIGTSTP, and ctest starts a test in a session of its own, whose group is one.
       ::setpgid(0, 0);
       const std::string launcher = std::to_string(job.launcher_pid());
       ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop", "0.0001",
@@ -1269,10 +1269,19 @@ TEST(Sampler, CtrlZOfTheMonitorNeverLeavesARankStopped) {
         ::waitpid(pid, nullptr, 0);
       }
     } reaped{monitor};
+    // Here too (the child may not have run yet): a SIGTSTP that found it still in this test's
+    // group would be discarded, and it would never stop (seen on a loaded CI machine).
+    ::setpgid(monitor, monitor);
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment
     ASSERT_EQ(::kill(monitor, SIGTSTP), 0);
     int status = 0;
-    ASSERT_EQ(::waitpid(monitor, &status, WUNTRACED), monitor);
+    pid_t got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while ((got = ::waitpid(monitor, &status, WUNTRACED | WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);  // polling a condition (the monitor's stop), bounded
+    }
+    ASSERT_EQ(got, monitor) << "round " << round << ": the monitor did not stop within 60 s of SIGTSTP";
     ASSERT_TRUE(WIFSTOPPED(status)) << "round " << round << ": the monitor ended (status " << status << ")";
     for (const auto& r : launched) {  // while the monitor stays stopped
       const auto stat = os::read_stat(os::Pid{r.pid});
