@@ -1254,8 +1254,9 @@ TEST(Sampler, CtrlZOfTheMonitorNeverLeavesARankStopped) {
   for (int round = 0; round < 25; ++round) {
     const pid_t monitor = ::fork();
     if (monitor == 0) {
-      // Its own process group, whose parent (this test) is outside it: an orphaned group would
-      // discard SIGTSTP, and ctest starts a test in a session of its own, whose group is one.
+      // Its own process group, whose parent (this test) is outside it: the kernel discards SIGTSTP
+      // to an orphaned group, and this test's own is one when ctest runs from a detached shell
+      // (nohup bash -c .ci/run: every member's parent is in the group or outside the session).
       ::setpgid(0, 0);
       const std::string launcher = std::to_string(job.launcher_pid());
       ::execl(PARASTACK_BENCH_BIN, PARASTACK_BENCH_BIN, "sample-bench", "--pid", launcher.c_str(), "--loop", "0.0001",
