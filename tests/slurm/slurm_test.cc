@@ -542,10 +542,11 @@ TEST_F(SlurmSteps, SallocParastackWatchesItsStepsAndSaysWhatMpirunLeavesUnwatche
   EXPECT_NE(read_file(cluster().jobs() / "salloc-step.out").find("iterations "), std::string::npos);
 }
 
-// `parastack run -- srun` in an allocation, with no --parastack anywhere: the step's tasks are
-// slurmstepd's children, not srun's (nor parastack's). parastack run finds them by the port they
-// carry from their srun (SLURM_SRUN_COMM_PORT) and their job; a healthy step passes through with
-// its output and status, a hung one is found, named and ended through srun.
+// `parastack run -- srun` in an allocation and from a login shell, with no --parastack anywhere:
+// the step's tasks are slurmstepd's children, not srun's (nor parastack's). parastack run finds
+// them by the port they carry from their srun (SLURM_SRUN_COMM_PORT) and their job, or srun's
+// host; a healthy step passes through with its output and status, a hung one is found, named and
+// ended through srun.
 TEST_F(SlurmSteps, ParastackRunAroundSrunFindsTheStepsTasks) {
   const auto parastack_run = [&](const std::string& ranks, const std::string& report) {
     return std::vector<std::string>{"salloc",
@@ -582,6 +583,18 @@ TEST_F(SlurmSteps, ParastackRunAroundSrunFindsTheStepsTasks) {
   const auto healthy_id = job_of(passed.err);
   EXPECT_FALSE(healthy_id.empty()) << passed.err;
   if (!healthy_id.empty()) expect_nothing_left(cluster(), healthy_id);
+
+  // From a login shell srun makes its own allocation, whose id never reaches its /proc environment:
+  // its tasks are known by its port and the address slurmd knows its host by, which they carry
+  // (SLURM_SRUN_COMM_HOST); a port alone would take another host's srun's tasks too.
+  auto login = parastack_run("2", "run-srun-login.json");
+  login.erase(login.begin(), login.begin() + 3);  // no salloc
+  login.insert(login.end(), {"--export=ALL,OMPI_MCA_mpi_yield_when_idle=1", (cluster().bin() / "ps_solver").string(),
+                             "blocking", "5"});
+  const auto from_login = cluster().as_user(login);
+  EXPECT_EQ(from_login.status, 0) << from_login.err;
+  EXPECT_NE(from_login.out.find("iterations "), std::string::npos) << from_login.out;
+  EXPECT_NE(from_login.err.find("found 2 rank(s) of MPI program"), std::string::npos) << from_login.err;
 
   // srun --parastack under it: watched twice, which srun says; the healthy job is untouched.
   auto twice = parastack_run("2", "run-srun-twice.json");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "os/host.h"
 #include "os/proc.h"
 #include "sampler/elf_symbols.h"
 
@@ -62,19 +64,46 @@ TEST(LaunchKey, IsTheJobAndFirstAddressOfMpirunsUri) {
   EXPECT_NE(sampler::launch_key("5.0;tcp://10.0.0.1:1"), sampler::launch_key("5.0;tcp://10.0.0.2:1"));
 }
 
-// An srun's tasks carry its port (SLURM_SRUN_COMM_PORT) and their job: an srun inside an
-// allocation is known with its job, one that allocated for itself by its port alone.
-TEST(LaunchKey, SrunTasksAreKnownByTheirSrunsPortAndJob) {
-  const Env task{{"SLURM_JOB_ID", "41"}, {"SLURM_STEP_ID", "3"}, {"SLURM_SRUN_COMM_PORT", "40123"}};
+// An srun's tasks carry its port (SLURM_SRUN_COMM_PORT), their job, and the address slurmd knows
+// the srun's host by (SLURM_SRUN_COMM_HOST): an srun inside an allocation is known with its job,
+// one that allocated for itself with its host's addresses, never by its port alone (another
+// host's srun may listen on the same port, and its tasks may share this node).
+TEST(LaunchKey, SrunTasksAreKnownByTheirSrunsPortAndJobOrHost) {
+  const Env task{{"SLURM_JOB_ID", "41"},
+                 {"SLURM_STEP_ID", "3"},
+                 {"SLURM_SRUN_COMM_PORT", "40123"},
+                 {"SLURM_SRUN_COMM_HOST", "10.0.0.7"}};
   EXPECT_EQ(srun_launch_key("40123", "41"), "srun:40123@41");
-  EXPECT_EQ(srun_launch_key("40123", ""), "srun:40123");
+  EXPECT_EQ(srun_launch_key_from("40123", "10.0.0.7"), "srun:40123#10.0.0.7");
   EXPECT_TRUE(launched_by_srun({srun_launch_key("40123", "41")}, task));
-  EXPECT_TRUE(launched_by_srun({"1.0;tcp://10.0.0.1:1", srun_launch_key("40123", "")}, task));
+  EXPECT_TRUE(launched_by_srun(
+      {"1.0;tcp://10.0.0.1:1", srun_launch_key_from("40123", "127.0.0.1"), srun_launch_key_from("40123", "10.0.0.7")},
+      task));
   EXPECT_FALSE(launched_by_srun({srun_launch_key("40123", "42")}, task)) << "another job's srun, same port";
   EXPECT_FALSE(launched_by_srun({srun_launch_key("40124", "41")}, task)) << "another srun of the job";
+  EXPECT_FALSE(
+      launched_by_srun({srun_launch_key_from("40123", "127.0.0.1"), srun_launch_key_from("40123", "10.0.0.8")}, task))
+      << "another host's srun, same port";
+  EXPECT_FALSE(launched_by_srun({srun_launch_key_from("40124", "10.0.0.7")}, task)) << "another srun of the host";
   EXPECT_FALSE(launched_by_srun({}, task));
-  EXPECT_FALSE(launched_by_srun({srun_launch_key("40123", "")}, Env{{"SLURM_JOB_ID", "41"}})) << "no port";
+  Env no_host = task;
+  no_host.pop_back();
+  EXPECT_FALSE(launched_by_srun({srun_launch_key_from("40123", "")}, no_host)) << "a port alone is no launch";
+  EXPECT_FALSE(
+      launched_by_srun({srun_launch_key("40123", "")}, Env{{"SLURM_SRUN_COMM_PORT", "40123"}, {"SLURM_JOB_ID", ""}}))
+      << "an empty job is no job";
+  EXPECT_FALSE(launched_by_srun({srun_launch_key_from("40123", "10.0.0.7")},
+                                Env{{"SLURM_JOB_ID", "41"}, {"SLURM_SRUN_COMM_HOST", "10.0.0.7"}}))
+      << "no port";
   EXPECT_FALSE(launched_by_srun({srun_launch_key("", "")}, Env{{"SLURM_SRUN_COMM_PORT", ""}}));
+}
+
+// This host's addresses are what slurmd may know an srun here by: loopback among them, each once.
+TEST(LaunchKey, ThisHostsAddressesIncludeLoopbackOnce) {
+  const auto addresses = os::host_addresses();
+  EXPECT_NE(std::find(addresses.begin(), addresses.end(), "127.0.0.1"), addresses.end());
+  EXPECT_TRUE(std::is_sorted(addresses.begin(), addresses.end()));
+  EXPECT_EQ(std::adjacent_find(addresses.begin(), addresses.end()), addresses.end());
 }
 
 // The C library this test runs on, wherever the machine keeps it: from the test's own mappings.

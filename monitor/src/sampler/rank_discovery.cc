@@ -70,23 +70,30 @@ std::string launch_key(std::string_view hnp_uri) {
 }
 
 std::string srun_launch_key(std::string_view port, std::string_view job) {
-  return "srun:" + std::string(port) + (job.empty() ? "" : "@" + std::string(job));
+  return "srun:" + std::string(port) + "@" + std::string(job);
+}
+
+std::string srun_launch_key_from(std::string_view port, std::string_view address) {
+  return "srun:" + std::string(port) + "#" + std::string(address);
 }
 
 bool launched_by_srun(const std::vector<std::string>& launches,
                       const std::vector<std::pair<std::string, std::string>>& environment) {
   const auto* port = find(environment, "SLURM_SRUN_COMM_PORT");
   if (!port || port->empty()) return false;
-  const auto* job = find(environment, "SLURM_JOB_ID");
   const auto known = [&](const std::string& key) {
     return std::find(launches.begin(), launches.end(), key) != launches.end();
   };
-  return known(srun_launch_key(*port, "")) || (job && known(srun_launch_key(*port, *job)));
+  const auto* job = find(environment, "SLURM_JOB_ID");
+  const auto* srun_host = find(environment, "SLURM_SRUN_COMM_HOST");
+  return (job && !job->empty() && known(srun_launch_key(*port, *job))) ||
+         (srun_host && !srun_host->empty() && known(srun_launch_key_from(*port, *srun_host)));
 }
 
 std::vector<std::string> launches_under(os::Pid launcher) {
   std::set<std::string> keys;
   const ProcessTree tree;
+  std::optional<std::vector<std::string>> addresses;  // read once, and only for an srun
   for (const auto& [pid_value, command] : tree.command_of) {
     if (pid_value != launcher.value && !tree.descends_from(pid_value, launcher.value)) continue;
     const os::Pid pid{pid_value};
@@ -97,15 +104,22 @@ std::vector<std::string> launches_under(os::Pid launcher) {
       }
     }
     if (command == "srun") {
-      // Inside an allocation srun has the job's id from it; otherwise it allocates one itself.
+      // Inside an allocation srun has the job's id from it; otherwise it allocates one itself,
+      // whose id never reaches its /proc environment, and its tasks are told apart from another
+      // host's srun on the same port by the address they call it back at.
       std::string job;
       if (environment) {
         for (const char* name : {"SLURM_JOB_ID", "SLURM_JOBID"}) {
           if (auto it = environment->find(name); job.empty() && it != environment->end()) job = it->second;
         }
       }
+      if (job.empty() && !addresses) addresses = os::host_addresses();
       for (const std::uint16_t port : os::listening_tcp_ports(pid).value_or(std::vector<std::uint16_t>{})) {
-        keys.insert(srun_launch_key(std::to_string(port), job));
+        if (!job.empty()) {
+          keys.insert(srun_launch_key(std::to_string(port), job));
+          continue;
+        }
+        for (const auto& address : *addresses) keys.insert(srun_launch_key_from(std::to_string(port), address));
       }
     }
     // "ssh node2 orted ... -mca orte_hnp_uri \"123.0;tcp://...\" ...", as separate arguments or

@@ -50,18 +50,22 @@ Discovery discover_ranks(const JobSelector& selector);
 // - Open MPI (ORTE): mpirun's address (OMPI_MCA_orte_hnp_uri), read from local ranks'
 //   environments and from the command lines of the ssh/rsh processes that start orted elsewhere;
 // - Slurm's srun: each port an srun process listens on, with its job when srun runs inside an
-//   allocation (its tasks carry SLURM_SRUN_COMM_PORT and SLURM_JOB_ID).
+//   allocation (its tasks carry SLURM_SRUN_COMM_PORT and SLURM_JOB_ID), or else with each address
+//   of this host (they carry the one slurmd knows srun's host by, SLURM_SRUN_COMM_HOST): a port
+//   alone is another host's srun's too.
 // A node other than the launcher's cannot see the launcher's process tree, and srun's tasks are in
 // no process tree of srun's: this is how their ranks are found.
 std::vector<std::string> launches_under(os::Pid launcher);
 
 // The launch key of an ORTE URI ("JOBFAMILY.0;tcp://ADDR:PORT;..."): its job and first address.
 std::string launch_key(std::string_view hnp_uri);
-// The launch key of an srun listening on `port`, in Slurm job `job` ("" when it made its own
-// allocation, so its job id is unknown where it runs): "srun:PORT" or "srun:PORT@JOB".
+// The launch key of an srun listening on `port` inside Slurm job `job`: "srun:PORT@JOB".
 std::string srun_launch_key(std::string_view port, std::string_view job);
-// Whether a task environment comes from one of these srun launches (its SLURM_SRUN_COMM_PORT, and
-// SLURM_JOB_ID when the key names a job).
+// The launch key of an srun that made its own allocation (its job id is unknown where it runs),
+// listening on `port` of a host that has `address`: "srun:PORT#ADDRESS".
+std::string srun_launch_key_from(std::string_view port, std::string_view address);
+// Whether a task environment comes from one of these srun launches: its SLURM_SRUN_COMM_PORT with
+// its SLURM_JOB_ID, or with its SLURM_SRUN_COMM_HOST.
 bool launched_by_srun(const std::vector<std::string>& launches,
                       const std::vector<std::pair<std::string, std::string>>& environment);
 
