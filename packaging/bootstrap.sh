@@ -23,9 +23,12 @@ packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev nlohmann-json3-
 # CPack) build the .deb packages, rpm builds the RPMs (packaging/test-packages.sh, test-rpm.sh).
 # clang-format and clang-tidy check the code (packaging/lint.sh); clang with its runtime libraries
 # (libclang-rt-14-dev: AddressSanitizer, UndefinedBehaviorSanitizer, libFuzzer) builds the sanitizer
-# tests and the fuzzers (check_sanitized).
+# tests and the fuzzers (check_sanitized). The MPIs users bring besides Open MPI: MPICH (mpich,
+# libmpich-dev: mpiexec.hydra, mpicc.mpich; Open MPI's alternatives keep the higher priority, so
+# mpicc and mpirun stay Open MPI's) and Python's mpi4py (python3-mpi4py).
 test_packages=(iproute2 procps tini dropbear-bin openssh-client slurmd slurmctld slurm-client munge exim4-daemon-light
-               slurm-wlm-torque csh man-db dpkg-dev file rpm clang-format clang-tidy clang libclang-rt-14-dev)
+               slurm-wlm-torque csh man-db dpkg-dev file rpm clang-format clang-tidy clang libclang-rt-14-dev
+               mpich libmpich-dev python3-mpi4py)
 # The benchmarks only: bench/watchdog.sh watches Debian's hpcc and the LAMMPS examples (melt, peptide);
 # bench/monitor-cpu.sh also cp2k (deep stacks through many libraries: what unwinding costs).
 bench_packages=(hpcc lammps-examples cp2k)

@@ -57,6 +57,10 @@ FORTRAN_ENTRY(init_thread, MPI_INIT_THREAD, (fint* required, fint* provided, fin
 }
 
 FORTRAN_ENTRY(finalize, MPI_FINALIZE, (fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(finalize)(ierr);
+    return;
+  }
   enter_blocking(PARASTACK_OTHER, CALL(MPI_Finalize), NULL);
   REAL_F(finalize)(ierr);
   leave_blocking();
@@ -65,6 +69,10 @@ FORTRAN_ENTRY(finalize, MPI_FINALIZE, (fint* ierr)) {
 /* Blocking point-to-point. */
 #define FORTRAN_BLOCKING_SEND(lower, UPPER, name)                                                                    \
   FORTRAN_ENTRY(lower, UPPER, (void* buf, fint* count, fint* type, fint* dest, fint* tag, fint* comm, fint* ierr)) { \
+    if (!is_tracking()) {                                                                                            \
+      REAL_F(lower)(buf, count, type, dest, tag, comm, ierr);                                                        \
+      return;                                                                                                        \
+    }                                                                                                                \
     const struct parastack_progress_operation op = point_to_point(PARASTACK_SEND, *dest, *tag, comm_of(comm));       \
     enter_blocking(PARASTACK_SEND, CALL(name), &op);                                                                 \
     REAL_F(lower)(buf, count, type, dest, tag, comm, ierr);                                                          \
@@ -77,6 +85,10 @@ FORTRAN_BLOCKING_SEND(rsend, MPI_RSEND, MPI_Rsend)
 
 FORTRAN_ENTRY(recv, MPI_RECV,
               (void* buf, fint* count, fint* type, fint* source, fint* tag, fint* comm, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(recv)(buf, count, type, source, tag, comm, status, ierr);
+    return;
+  }
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, *source, *tag, comm_of(comm));
   enter_blocking(PARASTACK_RECV, CALL(MPI_Recv), &op);
   REAL_F(recv)(buf, count, type, source, tag, comm, status, ierr);
@@ -84,6 +96,10 @@ FORTRAN_ENTRY(recv, MPI_RECV,
 }
 
 FORTRAN_ENTRY(probe, MPI_PROBE, (fint* source, fint* tag, fint* comm, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(probe)(source, tag, comm, status, ierr);
+    return;
+  }
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, *source, *tag, comm_of(comm));
   enter_blocking(PARASTACK_RECV, CALL(MPI_Probe), &op);
   REAL_F(probe)(source, tag, comm, status, ierr);
@@ -93,6 +109,10 @@ FORTRAN_ENTRY(probe, MPI_PROBE, (fint* source, fint* tag, fint* comm, fint* stat
 FORTRAN_ENTRY(sendrecv, MPI_SENDRECV,
               (void* sendbuf, fint* sendcount, fint* sendtype, fint* dest, fint* sendtag, void* recvbuf,
                fint* recvcount, fint* recvtype, fint* source, fint* recvtag, fint* comm, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+    return;
+  }
   const MPI_Comm c = comm_of(comm);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, *source, *recvtag, c);
   page.send_peer = world_peer(find_comm(c), *dest);
@@ -105,6 +125,10 @@ FORTRAN_ENTRY(sendrecv, MPI_SENDRECV,
 FORTRAN_ENTRY(sendrecv_replace, MPI_SENDRECV_REPLACE,
               (void* buf, fint* count, fint* type, fint* dest, fint* sendtag, fint* source, fint* recvtag, fint* comm,
                fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(sendrecv_replace)(buf, count, type, dest, sendtag, source, recvtag, comm, status, ierr);
+    return;
+  }
   const MPI_Comm c = comm_of(comm);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, *source, *recvtag, c);
   page.send_peer = world_peer(find_comm(c), *dest);
@@ -117,6 +141,10 @@ FORTRAN_ENTRY(sendrecv_replace, MPI_SENDRECV_REPLACE,
 #define FORTRAN_NONBLOCKING(lower, UPPER, kind)                                                                       \
   FORTRAN_ENTRY(lower, UPPER,                                                                                         \
                 (void* buf, fint* count, fint* type, fint* peer, fint* tag, fint* comm, fint* request, fint* ierr)) { \
+    if (!is_tracking()) {                                                                                             \
+      REAL_F(lower)(buf, count, type, peer, tag, comm, request, ierr);                                                \
+      return;                                                                                                         \
+    }                                                                                                                 \
     enter_immediate();                                                                                                \
     REAL_F(lower)(buf, count, type, peer, tag, comm, request, ierr);                                                  \
     if (succeeded(ierr)) {                                                                                            \
@@ -155,6 +183,10 @@ static inline void forget_fortran_index(const struct request_copies* copies, fin
 }
 
 FORTRAN_ENTRY(wait, MPI_WAIT, (fint* request, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(wait)(request, status, ierr);
+    return;
+  }
   struct request_copies copies;
   fortran_enter_wait(CALL(MPI_Wait), request, 1, 0, 1, &copies);
   REAL_F(wait)(request, status, ierr);
@@ -162,6 +194,10 @@ FORTRAN_ENTRY(wait, MPI_WAIT, (fint* request, fint* status, fint* ierr)) {
 }
 
 FORTRAN_ENTRY(waitall, MPI_WAITALL, (fint* count, fint* requests, fint* statuses, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(waitall)(count, requests, statuses, ierr);
+    return;
+  }
   struct request_copies copies;
   fortran_enter_wait(CALL(MPI_Waitall), requests, *count, 0, 1, &copies);
   REAL_F(waitall)(count, requests, statuses, ierr);
@@ -169,6 +205,10 @@ FORTRAN_ENTRY(waitall, MPI_WAITALL, (fint* count, fint* requests, fint* statuses
 }
 
 FORTRAN_ENTRY(waitany, MPI_WAITANY, (fint* count, fint* requests, fint* index, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(waitany)(count, requests, index, status, ierr);
+    return;
+  }
   struct request_copies copies;
   fortran_enter_wait(CALL(MPI_Waitany), requests, *count, 1, 0, &copies);
   REAL_F(waitany)(count, requests, index, status, ierr);
@@ -178,6 +218,10 @@ FORTRAN_ENTRY(waitany, MPI_WAITANY, (fint* count, fint* requests, fint* index, f
 
 FORTRAN_ENTRY(waitsome, MPI_WAITSOME,
               (fint* count, fint* requests, fint* outcount, fint* indices, fint* statuses, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(waitsome)(count, requests, outcount, indices, statuses, ierr);
+    return;
+  }
   struct request_copies copies;
   fortran_enter_wait(CALL(MPI_Waitsome), requests, *count, 1, 0, &copies);
   REAL_F(waitsome)(count, requests, outcount, indices, statuses, ierr);
@@ -188,6 +232,10 @@ FORTRAN_ENTRY(waitsome, MPI_WAITSOME,
 }
 
 FORTRAN_ENTRY(test, MPI_TEST, (fint* request, fortran_logical* flag, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(test)(request, flag, status, ierr);
+    return;
+  }
   const MPI_Request handle = request_of(*request);
   enter_immediate();
   REAL_F(test)(request, flag, status, ierr);
@@ -197,6 +245,10 @@ FORTRAN_ENTRY(test, MPI_TEST, (fint* request, fortran_logical* flag, fint* statu
 }
 
 FORTRAN_ENTRY(testall, MPI_TESTALL, (fint* count, fint* requests, fortran_logical* flag, fint* statuses, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(testall)(count, requests, flag, statuses, ierr);
+    return;
+  }
   struct request_copies copies;
   copy_fortran_requests(&copies, requests, *count);
   enter_immediate();
@@ -210,6 +262,10 @@ FORTRAN_ENTRY(testall, MPI_TESTALL, (fint* count, fint* requests, fortran_logica
 
 FORTRAN_ENTRY(testany, MPI_TESTANY,
               (fint* count, fint* requests, fint* index, fortran_logical* flag, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(testany)(count, requests, index, flag, status, ierr);
+    return;
+  }
   struct request_copies copies;
   copy_fortran_requests(&copies, requests, *count);
   enter_immediate();
@@ -221,6 +277,10 @@ FORTRAN_ENTRY(testany, MPI_TESTANY,
 
 FORTRAN_ENTRY(testsome, MPI_TESTSOME,
               (fint* count, fint* requests, fint* outcount, fint* indices, fint* statuses, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(testsome)(count, requests, outcount, indices, statuses, ierr);
+    return;
+  }
   struct request_copies copies;
   copy_fortran_requests(&copies, requests, *count);
   enter_immediate();
@@ -234,12 +294,20 @@ FORTRAN_ENTRY(testsome, MPI_TESTSOME,
 
 FORTRAN_ENTRY(iprobe, MPI_IPROBE,
               (fint* source, fint* tag, fint* comm, fortran_logical* flag, fint* status, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(iprobe)(source, tag, comm, flag, status, ierr);
+    return;
+  }
   enter_immediate();
   REAL_F(iprobe)(source, tag, comm, flag, status, ierr);
   polled(succeeded(ierr) && *flag);
 }
 
 FORTRAN_ENTRY(request_free, MPI_REQUEST_FREE, (fint* request, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(request_free)(request, ierr);
+    return;
+  }
   enter_immediate();
   forget_request(request_of(*request));
   REAL_F(request_free)(request, ierr);
@@ -248,6 +316,10 @@ FORTRAN_ENTRY(request_free, MPI_REQUEST_FREE, (fint* request, fint* ierr)) {
 /* Blocking collectives: `params` ends with the comm and ierr, `args` passes them on. */
 #define FORTRAN_COLLECTIVE(lower, UPPER, name, params, args)                        \
   FORTRAN_ENTRY(lower, UPPER, params) {                                             \
+    if (!is_tracking()) {                                                           \
+      REAL_F(lower) args;                                                           \
+      return;                                                                       \
+    }                                                                               \
     const struct parastack_progress_operation op = collective(comm_of(comm), NULL); \
     enter_blocking(PARASTACK_COLLECTIVE, CALL(name), &op);                          \
     REAL_F(lower) args;                                                             \
@@ -316,6 +388,10 @@ FORTRAN_COLLECTIVE(exscan, MPI_EXSCAN, MPI_Exscan,
 /* Nonblocking collectives: `params` ends with the comm, the request and ierr. */
 #define FORTRAN_NONBLOCKING_COLLECTIVE(lower, UPPER, params, args)                  \
   FORTRAN_ENTRY(lower, UPPER, params) {                                             \
+    if (!is_tracking()) {                                                           \
+      REAL_F(lower) args;                                                           \
+      return;                                                                       \
+    }                                                                               \
     enter_immediate();                                                              \
     const struct parastack_progress_operation op = collective(comm_of(comm), NULL); \
     REAL_F(lower) args;                                                             \
@@ -337,6 +413,10 @@ FORTRAN_NONBLOCKING_COLLECTIVE(iallreduce, MPI_IALLREDUCE,
 /* Communicator creation and release. */
 #define FORTRAN_CREATION(lower, UPPER, call, params, args)                \
   FORTRAN_ENTRY(lower, UPPER, params) {                                   \
+    if (!is_tracking()) {                                                 \
+      REAL_F(lower) args;                                                 \
+      return;                                                             \
+    }                                                                     \
     const struct creation creation = enter_creation(call, comm_of(comm)); \
     REAL_F(lower) args;                                                   \
     if (succeeded(ierr)) track_created(&creation, comm_of(newcomm));      \
@@ -357,6 +437,10 @@ FORTRAN_CREATION(cart_create, MPI_CART_CREATE, CALL(MPI_Other),
                  (comm, ndims, dims, periods, reorder, newcomm, ierr))
 
 FORTRAN_ENTRY(comm_free, MPI_COMM_FREE, (fint* comm, fint* ierr)) {
+  if (!is_tracking()) {
+    REAL_F(comm_free)(comm, ierr);
+    return;
+  }
   enter_blocking(PARASTACK_OTHER, CALL(MPI_Comm_free), NULL);
   forget_comm(comm_of(comm));
   REAL_F(comm_free)(comm, ierr);

@@ -11,9 +11,12 @@
  * returns: every wrapper calls the real function with its own arguments and returns its result:
  * the next library's MPI_X (another PMPI tool preloaded after this one), else the MPI library's.
  *
- * Open MPI only (its handles are pointers and its Fortran entry points are known, fortran.c). The
- * MPI library is found with dlsym, never linked, so that the library does no harm in the processes
- * it also ends up in (mpirun, shells, /bin/true): they never call an MPI function.
+ * Open MPI only (its handles are pointers and its Fortran entry points are known, fortran.c): in
+ * another MPI's ranks (MPICH and its kin) every wrapper only passes its call on (recorder.h,
+ * is_tracking). The MPI library is found with dlsym, never linked, so that the library does no harm
+ * in the processes it also ends up in (mpirun, shells, /bin/true): they never call an MPI function;
+ * and where the program loaded MPI out of the global scope (Python's mpi4py), in the object that
+ * holds it (find_in_loaded_objects).
  *
  * Not tracked (calls on them show PARASTACK_COMM_UNKNOWN and PARASTACK_PEER_UNKNOWN):
  * intercommunicators and communicators made by calls not wrapped here (MPI_Comm_idup,
@@ -22,7 +25,9 @@
  * counted in a wait's wait_total but not listed. MPI_Mrecv's peer is not known (the message was
  * matched by an earlier Mprobe). Threads: see recorder.h. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,7 @@ EXPORT struct parastack_progress_page parastack_progress_page = {.version = PARA
                                                                  .bytes = sizeof(struct parastack_progress_page)};
 extern RECORDER_HIDDEN struct parastack_progress_page page __attribute__((alias("parastack_progress_page")));
 
+atomic_bool tracking;
 struct mpi_handles handles;
 struct tracked_comm world_comm = {.id = PARASTACK_COMM_WORLD, .page_slot = 0};
 
@@ -55,6 +61,73 @@ static bool bookkeeping_only(const char* name) {
   return false;
 }
 
+/* The names of the loaded objects (malloc'ed copies: another thread may unload one meanwhile). */
+struct object_names {
+  char** names;
+  size_t count, capacity;
+};
+
+static int collect_object(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  struct object_names* objects = data;
+  if (!info->dlpi_name || !info->dlpi_name[0]) return 0; /* the program itself: the global scope */
+  if (objects->count == objects->capacity) {
+    const size_t capacity = objects->capacity ? 2 * objects->capacity : 64;
+    char** grown = realloc(objects->names, capacity * sizeof *grown);
+    if (!grown) return 1;
+    objects->names = grown;
+    objects->capacity = capacity;
+  }
+  char* copy = strdup(info->dlpi_name);
+  if (copy) objects->names[objects->count++] = copy;
+  return 0;
+}
+
+static bool inside_this_library(const void* address) {
+  Dl_info self, other;
+  return dladdr(&parastack_progress_page, &self) && dladdr(address, &other) && self.dli_fbase == other.dli_fbase;
+}
+
+/* A symbol of a library outside the global scope, which neither RTLD_NEXT nor RTLD_DEFAULT see: an
+ * MPI that the program loaded with dlopen(RTLD_LOCAL), as Python loads mpi4py's module and with it
+ * libmpi. Each loaded object is asked along its own dependencies. Once per function, never again. */
+static void* find_in_loaded_objects(const char* name) {
+  struct object_names objects = {NULL, 0, 0};
+  dl_iterate_phdr(collect_object, &objects);
+  void* found = NULL;
+  for (size_t i = 0; i < objects.count; ++i) {
+    if (!found) {
+      void* handle = dlopen(objects.names[i], RTLD_LAZY | RTLD_NOLOAD);
+      if (handle) {
+        void* address = dlsym(handle, name);
+        if (address && !inside_this_library(address)) found = address;
+        dlclose(handle);
+      }
+    }
+    free(objects.names[i]);
+  }
+  free(objects.names);
+  return found;
+}
+
+/* fortran.c's entry points call Open MPI's ompi_X_f. Another MPI's Fortran library (MPICH's
+ * libmpichfort) has none, only the names a compiler makes of mpi_x: the same function under each. */
+static void* next_fortran_function(const char* name) {
+  const size_t length = strlen(name);
+  if (strncmp(name, "ompi_", 5) != 0 || length < 8 || length > 64 || strcmp(name + length - 2, "_f") != 0) return NULL;
+  char lower[64], upper[64], spelled[80];
+  snprintf(lower, sizeof lower, "%.*s", (int)(length - 7), name + 5);
+  for (size_t i = 0; i <= strlen(lower); ++i) upper[i] = (char)toupper((unsigned char)lower[i]);
+  const char* const forms[] = {"mpi_%s_", "mpi_%s__", "mpi_%s", "MPI_%s"};
+  for (size_t f = 0; f < sizeof forms / sizeof *forms; ++f) {
+    snprintf(spelled, sizeof spelled, forms[f], f == 3 ? upper : lower);
+    void* address = dlsym(RTLD_NEXT, spelled);
+    if (!address) address = find_in_loaded_objects(spelled);
+    if (address) return address;
+  }
+  return NULL;
+}
+
 any_function resolve_next(_Atomic(any_function)* slot, const char* name) {
   /* A wrapped call goes on to the next library's MPI_X rather than straight to PMPI_X: a PMPI tool
    * preloaded after this one (a profiler, a fault injector) still sees the program's calls. With
@@ -62,6 +135,8 @@ any_function resolve_next(_Atomic(any_function)* slot, const char* name) {
   void* address = NULL;
   if (strncmp(name, "PMPI_", 5) == 0 && !bookkeeping_only(name)) address = dlsym(RTLD_NEXT, name + 1);
   if (!address) address = dlsym(RTLD_NEXT, name);
+  if (!address) address = next_fortran_function(name);
+  if (!address) address = find_in_loaded_objects(name);
   if (!address) {
     /* Only an MPI program calls a wrapper, and its MPI library defines every function used here;
      * without one there is nothing correct left to do. */
@@ -361,7 +436,10 @@ void enter_wait(uint32_t call, const MPI_Request* requests, int count, int uncou
 
 /* ---- Start ---------------------------------------------------------------------------------- */
 
-static void* global_symbol(const char* name) { return dlsym(RTLD_DEFAULT, name); }
+static void* global_symbol(const char* name) {
+  void* address = dlsym(RTLD_DEFAULT, name);
+  return address ? address : find_in_loaded_objects(name);
+}
 
 void start_tracking(void) {
   static atomic_int started;
@@ -388,6 +466,7 @@ void start_tracking(void) {
   page.comms[0].collectives = 0;
   page.comms[0].id = PARASTACK_COMM_WORLD;
   page.comm_count = 1;
+  atomic_store(&tracking, true);
   __atomic_store_n(&page.magic, PARASTACK_PROGRESS_MAGIC, __ATOMIC_RELEASE); /* last */
 }
 
@@ -412,6 +491,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 }
 
 int MPI_Finalize(void) {
+  if (!is_tracking()) return REAL(PMPI_Finalize)();
   enter_blocking(PARASTACK_OTHER, CALL(MPI_Finalize), NULL);
   const int result = REAL(PMPI_Finalize)();
   leave_blocking();
@@ -421,6 +501,7 @@ int MPI_Finalize(void) {
 /* Blocking point-to-point. */
 #define BLOCKING_SEND(name)                                                                         \
   int MPI_##name(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) { \
+    if (!is_tracking()) return REAL(PMPI_##name)(buf, count, type, dest, tag, comm);                \
     const struct parastack_progress_operation op = point_to_point(PARASTACK_SEND, dest, tag, comm); \
     enter_blocking(PARASTACK_SEND, CALL(MPI_##name), &op);                                          \
     const int result = REAL(PMPI_##name)(buf, count, type, dest, tag, comm);                        \
@@ -433,6 +514,7 @@ BLOCKING_SEND(Bsend)
 BLOCKING_SEND(Rsend)
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Recv)(buf, count, type, source, tag, comm, status);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, source, tag, comm);
   enter_blocking(PARASTACK_RECV, CALL(MPI_Recv), &op);
   const int result = REAL(PMPI_Recv)(buf, count, type, source, tag, comm, status);
@@ -441,6 +523,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Probe)(source, tag, comm, status);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, source, tag, comm);
   enter_blocking(PARASTACK_RECV, CALL(MPI_Probe), &op);
   const int result = REAL(PMPI_Probe)(source, tag, comm, status);
@@ -449,6 +532,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Mprobe)(source, tag, comm, message, status);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, source, tag, comm);
   enter_blocking(PARASTACK_RECV, CALL(MPI_Mprobe), &op);
   const int result = REAL(PMPI_Mprobe)(source, tag, comm, message, status);
@@ -457,6 +541,7 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Sta
 }
 
 int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Mrecv)(buf, count, type, message, status);
   /* The message is already matched: its peer is not known here (and the receive does not wait). */
   const struct parastack_progress_operation op = {
       PARASTACK_RECV, PARASTACK_PEER_UNKNOWN, PARASTACK_TAG_ANY, 0, PARASTACK_COMM_UNKNOWN, 0};
@@ -468,6 +553,9 @@ int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI
 
 int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  if (!is_tracking())
+    return REAL(PMPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                               recvtag, comm, status);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, source, recvtag, comm);
   page.send_peer = world_peer(find_comm(comm), dest);
   enter_blocking(PARASTACK_SENDRECV, CALL(MPI_Sendrecv), &op);
@@ -479,6 +567,8 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
 
 int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source, int recvtag,
                          MPI_Comm comm, MPI_Status* status) {
+  if (!is_tracking())
+    return REAL(PMPI_Sendrecv_replace)(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   const struct parastack_progress_operation op = point_to_point(PARASTACK_RECV, source, recvtag, comm);
   page.send_peer = world_peer(find_comm(comm), dest);
   enter_blocking(PARASTACK_SENDRECV, CALL(MPI_Sendrecv_replace), &op);
@@ -491,6 +581,7 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int 
 #define NONBLOCKING_SEND(name)                                                                        \
   int MPI_##name(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,     \
                  MPI_Request* request) {                                                              \
+    if (!is_tracking()) return REAL(PMPI_##name)(buf, count, type, dest, tag, comm, request);         \
     enter_immediate();                                                                                \
     const int result = REAL(PMPI_##name)(buf, count, type, dest, tag, comm, request);                 \
     if (result == MPI_SUCCESS) {                                                                      \
@@ -503,6 +594,7 @@ NONBLOCKING_SEND(Isend)
 NONBLOCKING_SEND(Issend)
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (!is_tracking()) return REAL(PMPI_Irecv)(buf, count, type, source, tag, comm, request);
   enter_immediate();
   const int result = REAL(PMPI_Irecv)(buf, count, type, source, tag, comm, request);
   if (result == MPI_SUCCESS) {
@@ -514,6 +606,7 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
 
 /* Waits. */
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Wait)(request, status);
   enter_wait(CALL(MPI_Wait), request, 1, 0, 0, 1);
   const int result = REAL(PMPI_Wait)(request, status);
   leave_blocking();
@@ -521,6 +614,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status* statuses) {
+  if (!is_tracking()) return REAL(PMPI_Waitall)(count, requests, statuses);
   enter_wait(CALL(MPI_Waitall), requests, count, 0, 0, 1);
   const int result = REAL(PMPI_Waitall)(count, requests, statuses);
   leave_blocking();
@@ -528,6 +622,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status* statuses) {
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Waitany)(count, requests, index, status);
   struct request_copies copies;
   copy_requests(&copies, requests, count);
   enter_wait(CALL(MPI_Waitany), requests, count, 0, 1, 0);
@@ -538,6 +633,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 }
 
 int MPI_Waitsome(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!is_tracking()) return REAL(PMPI_Waitsome)(count, requests, outcount, indices, statuses);
   struct request_copies copies;
   copy_requests(&copies, requests, count);
   enter_wait(CALL(MPI_Waitsome), requests, count, 0, 1, 0);
@@ -551,6 +647,7 @@ int MPI_Waitsome(int count, MPI_Request requests[], int* outcount, int indices[]
 
 /* Tests and iprobe return at once: they count a completion or a poll and leave `kind` alone. */
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Test)(request, flag, status);
   const MPI_Request handle = request ? *request : handles.request_null;
   enter_immediate();
   const int result = REAL(PMPI_Test)(request, flag, status);
@@ -561,6 +658,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!is_tracking()) return REAL(PMPI_Testall)(count, requests, flag, statuses);
   struct request_copies copies;
   copy_requests(&copies, requests, count);
   enter_immediate();
@@ -574,6 +672,7 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Testany)(count, requests, index, flag, status);
   struct request_copies copies;
   copy_requests(&copies, requests, count);
   enter_immediate();
@@ -585,6 +684,7 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
 }
 
 int MPI_Testsome(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!is_tracking()) return REAL(PMPI_Testsome)(count, requests, outcount, indices, statuses);
   struct request_copies copies;
   copy_requests(&copies, requests, count);
   enter_immediate();
@@ -598,6 +698,7 @@ int MPI_Testsome(int count, MPI_Request requests[], int* outcount, int indices[]
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  if (!is_tracking()) return REAL(PMPI_Iprobe)(source, tag, comm, flag, status);
   enter_immediate();
   const int result = REAL(PMPI_Iprobe)(source, tag, comm, flag, status);
   polled(result == MPI_SUCCESS && *flag);
@@ -605,6 +706,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status
 }
 
 int MPI_Request_free(MPI_Request* request) {
+  if (!is_tracking()) return REAL(PMPI_Request_free)(request);
   enter_immediate();
   if (request) forget_request(*request);
   return REAL(PMPI_Request_free)(request);
@@ -613,6 +715,7 @@ int MPI_Request_free(MPI_Request* request) {
 /* Blocking collectives: `args` is the call's argument list, whose last element is the comm. */
 #define BLOCKING_COLLECTIVE(name, params, args, comm)                      \
   int MPI_##name params {                                                  \
+    if (!is_tracking()) return REAL(PMPI_##name) args;                     \
     const struct parastack_progress_operation op = collective(comm, NULL); \
     enter_blocking(PARASTACK_COLLECTIVE, CALL(MPI_##name), &op);           \
     const int result = REAL(PMPI_##name) args;                             \
@@ -683,6 +786,7 @@ BLOCKING_COLLECTIVE(Exscan,
  * every member), remembered for the wait. */
 #define NONBLOCKING_COLLECTIVE(name, params, args, comm, request)          \
   int MPI_##name params {                                                  \
+    if (!is_tracking()) return REAL(PMPI_##name) args;                     \
     enter_immediate();                                                     \
     const struct parastack_progress_operation op = collective(comm, NULL); \
     const int result = REAL(PMPI_##name) args;                             \
@@ -704,6 +808,7 @@ NONBLOCKING_COLLECTIVE(Iallreduce,
 /* Communicator creation and release. */
 #define CREATION(name, call, params, args, parent, created)          \
   int MPI_##name params {                                            \
+    if (!is_tracking()) return REAL(PMPI_##name) args;               \
     const struct creation creation = enter_creation(call, parent);   \
     const int result = REAL(PMPI_##name) args;                       \
     if (result == MPI_SUCCESS) track_created(&creation, *(created)); \
@@ -725,6 +830,7 @@ CREATION(Cart_create, CALL(MPI_Other),
          (comm, ndims, dims, periods, reorder, newcomm), comm, newcomm)
 
 int MPI_Comm_free(MPI_Comm* comm) {
+  if (!is_tracking()) return REAL(PMPI_Comm_free)(comm);
   enter_blocking(PARASTACK_OTHER, CALL(MPI_Comm_free), NULL);
   /* Before the call: once freed, the handle may come back for a communicator made meanwhile. */
   if (comm) forget_comm(*comm);

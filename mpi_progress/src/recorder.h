@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,8 +34,17 @@ static inline any_function real_function(_Atomic(any_function)* slot, const char
   return __builtin_expect(f != NULL, 1) ? f : resolve_next(slot, name);
 }
 
+/* Whether the wrappers record: set at MPI_Init once the MPI library is known to be Open MPI, whose
+ * handles the library was compiled for. Until then, and for good under another MPI (MPICH and its
+ * kin: Intel MPI, MVAPICH, Cray MPICH, whose handles are ints), every wrapper passes its call on
+ * without reading its arguments: read as Open MPI's 8-byte handles, an array of 4-byte ones would
+ * be read past its end. */
+extern RECORDER_HIDDEN atomic_bool tracking;
+static inline bool is_tracking(void) { return atomic_load_explicit(&tracking, memory_order_relaxed); }
+
 /* Open MPI's predefined handles (addresses of its data), found at MPI_Init: NULL before. Taken
- * from the global scope, where a copy relocation in the program puts them. */
+ * from the global scope, where a copy relocation in the program puts them, or else from the
+ * library that defines them (an MPI loaded with dlopen(RTLD_LOCAL), as by Python's mpi4py). */
 struct mpi_handles {
   MPI_Comm world, null;
   MPI_Request request_null;

@@ -1246,5 +1246,109 @@ TEST_F(Lammps, AnInjectedHangIsDetectedWithTheRightRank) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The MPIs users bring besides the one parastack is built with. The progress library is compiled for
+// Open MPI; in any other MPI job it must only pass calls on, and it must find Open MPI where Python
+// put it. Before 2026-12-05 `--mpi-progress` (or a site's mpi-progress=on) killed such jobs: an
+// mpi4py job and an MPICH Fortran job aborted in MPI_Init ("an MPI function was called without an
+// MPI library"), and an MPICH rank whose request handles end at unreadable memory crashed (SIGSEGV)
+// on the library's 8-byte reads of 4-byte handles.
+
+// A healthy job under --mpi-progress runs to its end and prints `output`.
+void expect_untouched_by_the_progress_library(const std::vector<std::string>& job, const std::string& output) {
+  SCOPED_TRACE(job.at(job.size() - 2));
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB}, job);
+  ASSERT_EQ(run.wait(120s), 0) << run.out() << run.log();
+  EXPECT_NE(run.out().find(output), std::string::npos) << run.out() << run.log();
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// Python's mpi4py loads libmpi with dlopen(RTLD_LOCAL), out of the preloaded library's sight.
+class Mpi4py : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/usr/lib/python3/dist-packages/mpi4py/__init__.py", R_OK) != 0)
+      GTEST_FAIL() << "mpi4py is not installed (packaging/bootstrap.sh test installs python3-mpi4py)";
+  }
+  static std::vector<std::string> ring(const std::string& mode, const std::string& seconds) {
+    return mpirun(4, {"/usr/bin/python3", test_program("ps_ring.py"), mode, seconds});
+  }
+};
+
+TEST_F(Mpi4py, AHealthyJobWithTheProgressLibraryRunsToItsEnd) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB}, ring("healthy", "5"));
+  ASSERT_EQ(run.wait(120s), 0) << run.log();
+  EXPECT_NE(run.out().find("ring ok "), std::string::npos) << run.out() << run.log();
+  EXPECT_EQ(run.log().find("without an MPI library"), std::string::npos) << run.log();
+  EXPECT_NE(run.log().find("found 4 rank(s)"), std::string::npos) << run.log();
+  EXPECT_EQ(run.report()["verdict"], "completed") << run.log();
+}
+
+// And the library keeps its page there, so the report names the rank that started the deadlock.
+TEST_F(Mpi4py, WithTheProgressLibraryADeadlockIsFoundAndItsRankNamed) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB}, ring("deadlock", "3"));
+  ASSERT_EQ(run.wait(180s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  EXPECT_EQ(report["hang_type"], "communication") << report["stacks"]["text"].get<std::string>();
+  const auto& behind = report["least_progressed"];
+  EXPECT_EQ(behind["source"], "mpi-progress") << behind.dump();
+  EXPECT_EQ(behind["pages_read"], 4) << behind.dump();
+  EXPECT_EQ(behind["ranks"], json::array({1})) << behind.dump();
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// MPICH (Debian's mpich: mpiexec.hydra, ranks known by PMI_RANK), programs built with mpicc.mpich.
+class Mpich : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/usr/bin/mpiexec.hydra", X_OK) != 0 || ::access(test_program("ps_solver_mpich").c_str(), X_OK) != 0)
+      GTEST_FAIL() << "MPICH is not installed, or the test programs were built without it (packaging/bootstrap.sh "
+                      "test installs mpich and libmpich-dev before it configures the build)";
+  }
+  // hydra passes -genv NAME VALUE to every rank (and nothing of it to parastack or mpiexec).
+  static std::vector<std::string> hydra(int ranks, std::vector<std::string> program_and_args,
+                                        const std::vector<std::string>& forwarded = {}) {
+    std::vector<std::string> argv{"mpiexec.hydra", "-n", std::to_string(ranks)};
+    for (const auto& f : forwarded) {
+      const auto equals = f.find('=');
+      argv.insert(argv.end(), {"-genv", f.substr(0, equals), f.substr(equals + 1)});
+    }
+    argv.insert(argv.end(), program_and_args.begin(), program_and_args.end());
+    return argv;
+  }
+};
+
+TEST_F(Mpich, ASpinningRankIsFoundNamedAndKilledLeavingNothingBehind) {
+  Trigger trigger;
+  auto fault = trigger.fault("spin", 2);
+  fault.front() = "LD_PRELOAD=" + test_program("libps_fault_mpich.so");
+  WatchedRun run({"--log-level", "debug"}, hydra(4, {test_program("ps_solver_mpich"), "blocking", "600"}, fault));
+  fire_when_model_ready(run, trigger);
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({2})) << report["stacks"]["text"].get<std::string>();
+  EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(2).value_or(1e300));
+  EXPECT_EQ(report["ranks"].size(), 4u);
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// Under MPICH the library stays out of the way: C ranks whose handles end where memory does, and
+// Fortran ranks (MPICH's mpi_init_ and friends, not Open MPI's ompi_init_f), run to their end.
+TEST_F(Mpich, WithTheProgressLibraryJobsRunUntouched) {
+  expect_untouched_by_the_progress_library(hydra(3, {test_program("ps_handle_edge_mpich"), "400"}), "edges ok 400");
+  expect_untouched_by_the_progress_library(hydra(3, {test_program("ps_ring_fortran_mpich"), "200"}), "ring ok 200");
+}
+
+// The same programs built for Open MPI, where the library does keep its page: it reads no handle
+// past its end either.
+TEST(Run, WithTheProgressLibraryHandlesAtTheEdgeOfMemoryAndFortranRanksRunUntouched) {
+  expect_untouched_by_the_progress_library(mpirun(3, {test_program("ps_handle_edge"), "400"}), "edges ok 400");
+  expect_untouched_by_the_progress_library(mpirun(3, {test_program("ps_ring_fortran"), "200"}), "ring ok 200");
+}
+
 }  // namespace
 }  // namespace parastack
