@@ -1322,7 +1322,7 @@ class Mpich : public ::testing::Test {
 TEST_F(Mpich, ASpinningRankIsFoundNamedAndKilledLeavingNothingBehind) {
   Trigger trigger;
   auto fault = trigger.fault("spin", 2);
-  fault.front() = "LD_PRELOAD=" + test_program("libps_fault_mpich.so");
+  fault.front() = "LD_PRELOAD=" + test_program("libps_fault_mpich.so");  // fault()'s first: Open MPI's build
   WatchedRun run({"--log-level", "debug"}, hydra(4, {test_program("ps_solver_mpich"), "blocking", "600"}, fault));
   fire_when_model_ready(run, trigger);
   ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
