@@ -22,6 +22,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "cli/commands.h"
@@ -427,6 +428,22 @@ int watch_across_nodes(const MonitorOptions& options, const sampler::JobSelector
 
 namespace {
 
+// Open MPI 4.1.4 under Slurm 22.05's PMIx (srun --mpi=pmix), across nodes: now and then one
+// process leaves MPI_Init while another still waits in the modex's fence, and the first message
+// of the one reaches the other before its PML has registered to take it: a call through a null
+// pointer, a monitor that dies as it starts (CI, twice; a plain MPI program that only calls
+// MPI_Init_thread and MPI_Allgather does it about once in 290 starts on a loaded machine). Without
+// that fence (each monitor asks for a peer's address when it first needs it) the only fence left
+// is the one MPI_Init ends with, after the PML is ready: 0 in 2,400 (bench/mpi-start.sh). Only
+// there: under mpirun, with several monitors on one node (--share-node), MPI_Init failed that way
+// ("PML add procs failed", a local peer's address not found). Unless the site or user chose.
+void skip_the_modex_fence_under_slurm() {
+  const char* space = std::getenv("PMIX_NAMESPACE");
+  if (!space || !std::string_view(space).starts_with("slurm.pmix.")) return;
+  ::setenv("OMPI_MCA_pmix_base_async_modex", "1", 0);
+  ::setenv("OMPI_MCA_pmix_base_collect_data", "0", 0);
+}
+
 // The monitors' own Open MPI session directory (os/session_directory.h). Started by mpirun, the
 // monitors have their mpirun's (which pbs_parastack keeps apart, and docs/user-guide.md says how);
 // started by srun, one of their own. Open MPI empties it at MPI_Finalize but leaves it: it goes
@@ -491,6 +508,7 @@ int monitor_main(int argc, char** argv) {
   }
   spdlog::set_default_logger(logger);
   const OwnSessionDirectory session_directory;  // removed after MPI_Finalize, when the object goes
+  skip_the_modex_fence_under_slurm();
   int provided = 0;
   {
     // Open MPI's threads, started here, inherit this mask: the signals a sample holds back then
