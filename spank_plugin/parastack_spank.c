@@ -16,7 +16,8 @@
  *     monitor the script's pid and start time: the monitors end when the script exits. That step
  *     lives at most as long as the batch step, which ends it: a monitor never outlives the job.
  *   - when the batch script ends, slurm_spank_task_exit (in slurmstepd) waits a moment for that
- *     srun, whose pid task_init recorded, so that it ends quietly before the batch step does. It
+ *     srun (for parastack-srun, its parent, whose pid task_init recorded: it says in the job's
+ *     stderr when the monitors fail), so that it ends quietly before the batch step does. It
  *     signals nothing and looks for nothing: no scan of other processes.
  *
  * plugstack.conf arguments (site settings; see docs/admin-guide.md):
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,10 +52,10 @@ SPANK_PLUGIN(parastack, 1);
 static int option_given = 0;
 static char option_value[VALUE_MAX] = "";
 
-/* What task_init records for task_exit: the monitors' srun. task_init runs in the batch task, a
- * child of slurmstepd, and task_exit in slurmstepd itself, so they share no variable: this page,
- * mapped shared in slurm_spank_init (in slurmstepd, before it forks the task), is the one memory
- * both see. No file, nothing another process could plant. */
+/* What task_init records for task_exit: the monitors' srun (its parent, parastack-srun). task_init
+ * runs in the batch task, a child of slurmstepd, and task_exit in slurmstepd itself, so they share
+ * no variable: this page, mapped shared in slurm_spank_init (in slurmstepd, before it forks the
+ * task), is the one memory both see. No file, nothing another process could plant. */
 struct started_monitors {
   pid_t srun;
   unsigned long long srun_start_ticks; /* with the pid, the process (a pid can be reused) */
@@ -231,10 +233,59 @@ static const char* job_env(char** env, const char* name) {
   return NULL;
 }
 
-/* Starts the monitors' srun, detached twice so that the task never has it as its child (a `wait`
- * in a batch script must not wait for it); it stays in the step's cgroup, so the end of the step
- * ends it. `record`: remember it for task_exit, which waits for it (the batch step; a step's task 0,
- * `for_step`). */
+/* Runs the monitors' srun as its child and waits for it. When that srun ends with a failure (a
+ * monitor crashed or was killed), srun and slurmstepd have just written, into the job's own stderr,
+ * that a task failed or that a step was CANCELLED: one line says whose step that was, and that the
+ * job runs on. Quiet when the monitors end well (the job's end, a hang reported: status 0) and when
+ * they are ended with the job (scancel, the step's end: this process goes with them). It is a fork
+ * of the task, its environment (rank variables included) with it: named parastack-srun, it is never
+ * taken for a rank (the monitors skip parastack*). The job's own signals (scancel --signal, sbatch
+ * --signal) are not its business: srun forwards them to the monitors. */
+static void supervise_monitors_srun(const char* const* argv) {
+  prctl(PR_SET_NAME, "parastack-srun", 0, 0, 0);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGUSR1, SIG_IGN);
+  signal(SIGUSR2, SIG_IGN);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  const pid_t srun = fork();
+  if (srun < 0) {
+    fprintf(stderr, "parastack: fork: %s; the job is not watched\n", strerror(errno));
+    return;
+  }
+  if (srun == 0) {
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    signal(SIGUSR2, SIG_DFL);
+    execvp(argv[0], (char* const*)argv);
+    fprintf(stderr, "parastack: cannot run %s: %s; the job is not watched\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(srun, &status, 0) < 0) {
+    if (errno != EINTR) return;
+  }
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 127)) return;
+  char how[64];
+  if (WIFSIGNALED(status)) {
+    snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(status));
+  } else {
+    snprintf(how, sizeof how, "ended with status %d", WEXITSTATUS(status));
+  }
+  fprintf(stderr,
+          "parastack: the watchdog's monitors have stopped (their srun %s); the job runs on, no longer watched. "
+          "Lines just above from srun or slurmstepd about a failed task or a CANCELLED step are about the "
+          "monitors' own step, not the job's\n",
+          how);
+}
+
+/* Starts the monitors' srun under supervise_monitors_srun, detached twice so that the task never
+ * has either as its child (a `wait` in a batch script must not wait for them); they stay in the
+ * step's cgroup, so the end of the step ends them. `record`: remember the supervisor for task_exit,
+ * which waits for it (the batch step; a step's task 0, `for_step`). */
 static void start_monitors(const char* const* argv, char** env, int record, int for_step) {
   const pid_t child = fork();
   if (child < 0) {
@@ -261,9 +312,8 @@ static void start_monitors(const char* const* argv, char** env, int record, int 
     environ = env; /* the job's environment (PATH, SLURM_*), not slurmstepd's */
     /* The monitors' own step must not start monitors for itself (it inherits the option). */
     setenv("PARASTACK_MONITOR_STEP", "1", 1);
-    execvp(argv[0], (char* const*)argv);
-    fprintf(stderr, "parastack: cannot run %s: %s; the job is not watched\n", argv[0], strerror(errno));
-    _exit(127);
+    supervise_monitors_srun(argv);
+    _exit(0);
   }
   while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
   }

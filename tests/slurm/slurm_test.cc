@@ -770,5 +770,48 @@ TEST(SlurmPluginOnTwoNodes, AMonitorKilledEndsTheOtherMonitorsAndNotTheJob) {
   expect_nothing_left(cluster, id);
 }
 
+// Never harm a job, when the monitors cannot even start: a monitor that dies as the monitors start
+// (CI saw two crash inside Open MPI's MPI_Init, on one node of two) takes the other monitor,
+// waiting for it in MPI_Init, with it, and the job runs to its own end untouched. The crash is a
+// stand-in: node2's monitor is a script that sends itself SIGSEGV before it would run the monitor.
+TEST(SlurmPluginOnTwoNodes, AMonitorThatCrashesAsItStartsEndsTheOtherAndNotTheJob) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  SlurmCluster cluster(2, binaries());
+  const auto monitor = cluster.script("crashing-monitor.sh",
+                                      "ulimit -c 0\n"
+                                      "[ \"$(hostname)\" = node2 ] && kill -SEGV $$\n"
+                                      "exec " +
+                                          (cluster.bin() / "parastack-monitor").string() + " \"$@\"\n");
+  cluster.set_plugstack("monitor=" + monitor);
+  const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=2", "-o", "crashed.out", "-e", "crashed.err",
+                                  "--parastack", solver_script(cluster, "srun", 40)});
+  const auto err = cluster.jobs() / "crashed.err";
+  // The monitors' srun says that its task on node2 died; then node1's monitor must go, and the
+  // job (40 s of work) run to its end.
+  const auto crashed = std::chrono::steady_clock::now() + 60s;
+  while (read_file(err).find("Segmentation fault") == std::string::npos && cluster.job_active(id) &&
+         std::chrono::steady_clock::now() < crashed) {
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_NE(read_file(err).find("Segmentation fault"), std::string::npos) << read_file(err);
+  const auto gone = std::chrono::steady_clock::now() + 60s;
+  while (!cluster.processes(id, "parastack-monitor").empty() && std::chrono::steady_clock::now() < gone) {
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(cluster.processes(id, "parastack-monitor").empty()) << "node1's monitor waits on\n" << read_file(err);
+  const auto job = cluster.wait_ended(id, 300);
+  EXPECT_EQ(job.state, "COMPLETED") << job.record << read_file(err);
+  EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
+  const std::string out = read_file(cluster.jobs() / "crashed.out");
+  EXPECT_NE(out.find("iterations "), std::string::npos) << out;
+  EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
+  // srun's line says a task of some step died: one of parastack's says whose step, and that the
+  // job runs on.
+  EXPECT_NE(read_file(err).find("parastack: the watchdog's monitors have stopped (their srun ended with status "),
+            std::string::npos)
+      << read_file(err);
+  expect_nothing_left(cluster, id);
+}
+
 }  // namespace
 }  // namespace parastack
