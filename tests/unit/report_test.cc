@@ -181,7 +181,7 @@ TEST(ReportFormat, AHangWhoseJobEndedBeforeTheChecksSaysItsTypeIsUndetermined) {
   r.verdict = JobVerdict::Hang;
   stats::HangFinding finding;
   finding.ended_during_checks = true;
-  r.finding = finding;
+  r.finding = std::move(finding);  // a copy here makes GCC 12 -O3 warn -Wmaybe-uninitialized (falsely)
   const auto json = to_json(r);
   EXPECT_EQ(json["hang_type"], "undetermined");
   EXPECT_TRUE(json["faulty_ranks"].empty());
