@@ -435,8 +435,9 @@ namespace {
 // MPI_Init_thread and MPI_Allgather does it about once in 290 starts on a loaded machine). Without
 // that fence (each monitor asks for a peer's address when it first needs it) the only fence left
 // is the one MPI_Init ends with, after the PML is ready: 0 in 2,400 (bench/mpi-start.sh). Only
-// there: under mpirun, with several monitors on one node (--share-node), MPI_Init failed that way
-// ("PML add procs failed", a local peer's address not found). Unless the site or user chose.
+// there: under mpirun, with several monitors on one node (--share-node), these settings made
+// MPI_Init fail ("PML add procs failed", a local peer's address not found). Neither is set if the
+// site or the user already set it.
 void skip_the_modex_fence_under_slurm() {
   const char* space = std::getenv("PMIX_NAMESPACE");
   if (!space || !std::string_view(space).starts_with("slurm.pmix.")) return;
