@@ -40,6 +40,47 @@ TEST(RankIdentity, OtherMpis) {
   EXPECT_EQ(srun->instance, "slurm:42.0");
 }
 
+// An mpiexec.hydra (MPICH's, Intel MPI's) in a Slurm job starts its proxies with srun: under
+// MpiDefault=pmix each proxy is a PMIx task, and its ranks inherit the proxy's PMIX_RANK and
+// PMIX_NAMESPACE beside their own PMI_RANK (the environment seen in such a job on the test
+// cluster). Read first, the inherited PMIX_RANK numbered every rank of a one-node job 0.
+TEST(RankIdentity, WhatARankInheritedFromItsLauncherIsTheLaunchersNumber) {
+  const Env proxy{{"PMIX_RANK", "0"},
+                  {"PMIX_NAMESPACE", "slurm.pmix.2.1"},
+                  {"SLURM_PROCID", "0"},
+                  {"SLURM_STEP_ID", "1"},
+                  {"SLURM_JOB_ID", "2"}};
+  Env rank = proxy;
+  rank.insert(rank.end(), {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"PMI_FD", "6"}});
+  const auto id = rank_identity(rank, proxy);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->rank, 3);
+  EXPECT_EQ(id->world_size, 4);
+  EXPECT_EQ(id->instance, "slurm:2.1") << "the proxies' step: one instance on every node";
+  // Rank 0 beside proxy 0: PMI_RANK is its own (the proxy has none), whatever its value.
+  rank[rank.size() - 3].second = "0";
+  EXPECT_EQ(rank_identity(rank, proxy)->rank, 0);
+  // Without the launcher's environment (a root-owned slurmstepd cannot be read) the order is the
+  // usual one: an Open MPI task of srun --mpi=pmix is numbered by its PMIX_RANK.
+  EXPECT_EQ(rank_identity(rank)->rank, 0);
+  EXPECT_EQ(rank_identity(rank)->instance, "slurm.pmix.2.1");
+  // Proxies numbered by Slurm's PMI-2 (srun --mpi=pmi2): proxy 2 running rank 2 has only inherited
+  // values, which are then its number.
+  const Env pmi2_proxy{
+      {"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"SLURM_PROCID", "2"}, {"SLURM_STEP_ID", "1"}, {"SLURM_JOB_ID", "2"}};
+  EXPECT_EQ(rank_identity(pmi2_proxy, pmi2_proxy)->rank, 2);
+  Env pmi2_rank = pmi2_proxy;
+  pmi2_rank[0].second = "9";
+  pmi2_rank[1].second = "16";
+  EXPECT_EQ(rank_identity(pmi2_rank, pmi2_proxy)->rank, 9);
+  EXPECT_EQ(rank_identity(pmi2_rank, pmi2_proxy)->world_size, 16);
+  // A PMIx-numbered rank keeps its namespace even when its launcher shares it (prted's ranks).
+  const Env prted{{"PMIX_NAMESPACE", "prterun-vm-1@1"}, {"PMIX_RANK", "0"}};
+  const auto ompi = rank_identity(Env{{"PMIX_NAMESPACE", "prterun-vm-1@1"}, {"PMIX_RANK", "5"}}, prted);
+  EXPECT_EQ(ompi->rank, 5);
+  EXPECT_EQ(ompi->instance, "prterun-vm-1@1");
+}
+
 TEST(RankIdentity, NotRanks) {
   EXPECT_FALSE(rank_identity(Env{{"HOME", "/root"}}).has_value());
   // The batch script has SLURM_PROCID=0 but no numbered step: it is not a rank.

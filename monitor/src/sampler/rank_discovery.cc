@@ -145,24 +145,38 @@ bool is_launcher_or_daemon(const std::string& command) {
   return kNotRanks.contains(command) || command.starts_with("parastack");
 }
 
-std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::string, std::string>>& env) {
+std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::string, std::string>>& env,
+                                          const std::vector<std::pair<std::string, std::string>>& launcher) {
   RankIdentity identity;
+  const auto inherited = [&](std::string_view key, const std::string& value) {
+    const auto* theirs = find(launcher, key);
+    return theirs && *theirs == value;
+  };
   // The MPI-specific variables first; SLURM_PROCID is set for every srun task, MPI or not, and for
-  // the batch script itself, so it only counts in a numbered step.
+  // the batch script itself, so it only counts in a numbered step. A variable set for the process
+  // itself before one it inherited from its launcher: the ranks of an mpiexec.hydra that srun
+  // started as a task carry that task's PMIX_RANK (its launcher's number, 0 in every rank of a
+  // one-node job) beside their own PMI_RANK. Only when all it has is inherited does it count
+  // (a proxy numbered k by Slurm's PMI-2 that runs rank k).
   static constexpr std::array<std::pair<const char*, const char*>, 4> kRankVariables{{
       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
       {"PMIX_RANK", "PMIX_SIZE"},
       {"PMI_RANK", "PMI_SIZE"},
       {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
   }};
-  for (const auto& [rank_key, size_key] : kRankVariables) {
-    if (const auto* value = find(env, rank_key)) {
+  bool pmix_numbered = false;
+  for (const bool own_only : {true, false}) {
+    for (const auto& [rank_key, size_key] : kRankVariables) {
+      const auto* value = find(env, rank_key);
+      if (!value || (own_only && inherited(rank_key, *value))) continue;
       if (auto rank = to_int(*value)) {
         identity.rank = *rank;
         if (const auto* size = find(env, size_key)) identity.world_size = to_int(*size).value_or(0);
+        pmix_numbered = std::string_view(rank_key) == "PMIX_RANK";
         break;
       }
     }
+    if (identity.rank >= 0) break;
   }
   const auto* step = find(env, "SLURM_STEP_ID");
   if (identity.rank < 0) {
@@ -172,7 +186,9 @@ std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::strin
     if (const auto* size = find(env, "SLURM_NTASKS")) identity.world_size = to_int(*size).value_or(0);
     if (identity.rank < 0) return std::nullopt;
   }
-  if (const auto* ns = find(env, "PMIX_NAMESPACE")) {
+  // The instance that numbered the rank: an inherited PMIx namespace is the launcher's step's.
+  const auto* ns = find(env, "PMIX_NAMESPACE");
+  if (ns && (pmix_numbered || !inherited("PMIX_NAMESPACE", *ns))) {
     identity.instance = *ns;
   } else if (const auto* jobid = find(env, "OMPI_MCA_ess_base_jobid")) {
     identity.instance = "ompi:" + *jobid;
@@ -262,6 +278,20 @@ Discovery discover_ranks(const JobSelector& selector) {
   const ProcessTree tree;
   const bool by_launch = selector.kind == JobSelector::Kind::Launcher && !selector.launches.empty();
 
+  // The environment of a rank's parent when that is a launcher or daemon (read once each): what a
+  // rank inherited from it is not its own (rank_identity). A root-owned one (slurmstepd) cannot be
+  // read, and need not be: the variables of a task are set in the task.
+  std::map<pid_t, std::vector<std::pair<std::string, std::string>>> launchers;
+  const auto launcher_environment = [&](pid_t parent) -> const std::vector<std::pair<std::string, std::string>>& {
+    auto [it, added] = launchers.try_emplace(parent);
+    const auto command = tree.command_of.find(parent);
+    if (added && command != tree.command_of.end() && is_launcher_or_daemon(command->second)) {
+      if (auto environment = os::read_environ(os::Pid{parent}))
+        it->second.assign(environment->begin(), environment->end());
+    }
+    return it->second;
+  };
+
   std::map<pid_t, DiscoveredRank> candidates;
   for (const auto& [pid_value, command] : tree.command_of) {
     if (pid_value == self || is_launcher_or_daemon(command)) continue;
@@ -291,7 +321,7 @@ Discovery discover_ranks(const JobSelector& selector) {
     }
     const std::vector<std::pair<std::string, std::string>> env(environment->begin(), environment->end());
     if (!in_selected_job(selector, descendant, env)) continue;
-    auto identity = rank_identity(env);
+    auto identity = rank_identity(env, launcher_environment(tree.parent_of.at(pid_value)));
     if (!identity) continue;
     DiscoveredRank rank;
     rank.rank = identity->rank;

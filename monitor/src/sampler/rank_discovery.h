@@ -70,12 +70,16 @@ bool launched_by_srun(const std::vector<std::string>& launches,
                       const std::vector<std::pair<std::string, std::string>>& environment);
 
 // The rank and instance a process environment describes, if it is a rank's (exposed for tests).
+// `launcher`: the environment of the process's parent if that is a launcher or daemon (else
+// empty); a variable the process inherited from it with the same value numbers the launcher, and
+// counts only when the process has no variable of its own.
 struct RankIdentity {
   int rank = -1;
   int world_size = 0;
   std::string instance;
 };
-std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::string, std::string>>& environment);
+std::optional<RankIdentity> rank_identity(const std::vector<std::pair<std::string, std::string>>& environment,
+                                          const std::vector<std::pair<std::string, std::string>>& launcher = {});
 
 // Launchers, daemons and parastack's own processes, by command name.
 bool is_launcher_or_daemon(const std::string& command);
