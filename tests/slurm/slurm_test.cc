@@ -1,15 +1,17 @@
 // `sbatch --parastack` end to end: a real slurmctld, slurmd and munged (tests/slurm/cluster.sh),
-// jobs submitted by an unprivileged user, real Open MPI jobs launched with srun and mpirun, real
-// hangs, real mail (exim's local delivery to /var/mail/pstest). After every job: no process of
-// the user and no cgroup of the job is left.
+// jobs submitted by an unprivileged user, real Open MPI jobs launched with srun and mpirun (and
+// MPICH's with srun --mpi=pmi2 and mpiexec.hydra), real hangs, real mail (exim's local delivery to
+// /var/mail/pstest). After every job: no process of the user and no cgroup of the job is left.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -29,14 +31,26 @@ using nlohmann::json;
 using testing::read_file;
 using testing::SlurmCluster;
 
+// The MPICH build of the solver and its fault injector (tests/programs/CMakeLists.txt): only when
+// MPICH was installed before the build was configured.
+bool have_mpich() {
+  return ::access(testing::test_program("ps_solver_mpich").c_str(), X_OK) == 0 &&
+         ::access(testing::test_program("libps_fault_mpich.so").c_str(), R_OK) == 0;
+}
+
 std::vector<std::string> binaries() {
-  return {PARASTACK_BIN,
-          PARASTACK_MONITOR_BIN,
-          PARASTACK_SPANK_PLUGIN,
-          testing::test_program("ps_solver"),
-          testing::test_program("libps_fault.so"),
-          testing::test_program("ps_progress"),
-          PARASTACK_PROGRESS_LIB};
+  std::vector<std::string> files{PARASTACK_BIN,
+                                 PARASTACK_MONITOR_BIN,
+                                 PARASTACK_SPANK_PLUGIN,
+                                 testing::test_program("ps_solver"),
+                                 testing::test_program("libps_fault.so"),
+                                 testing::test_program("ps_progress"),
+                                 PARASTACK_PROGRESS_LIB};
+  if (have_mpich()) {
+    files.push_back(testing::test_program("ps_solver_mpich"));
+    files.push_back(testing::test_program("libps_fault_mpich.so"));
+  }
+  return files;
 }
 
 // Waits until nothing of the job is left (its cgroups go a moment after the job ends).
@@ -69,18 +83,42 @@ std::set<std::string> monitor_session_directories() {
 
 std::string mailbox() { return read_file("/var/mail/" + SlurmCluster::user()); }
 
-// A job script: the solver under `launcher` (srun or mpirun), the fault injector armed by a
-// trigger file when `fault` is set, then the job's step names (the monitors' step is "parastack").
+// Waits for a job of solver_script() to end and expects it to have run to its own end untouched:
+// COMPLETED with exit code 0, the solver's closing line and the launcher's status 0 in its output
+// (file `out` in the jobs' directory), which it returns. `context` (the job's stderr, say) is shown
+// when the job did not complete.
+std::string expect_ran_to_its_end(
+    const SlurmCluster& cluster, const std::string& id, const std::string& out,
+    const std::function<std::string()>& context = [] { return std::string(); }) {
+  const auto job = cluster.wait_ended(id, 300);
+  EXPECT_EQ(job.state, "COMPLETED") << job.record << context();
+  EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
+  const std::string output = read_file(cluster.jobs() / out);
+  EXPECT_NE(output.find("iterations "), std::string::npos) << output;
+  EXPECT_NE(output.find("launcher-status=0"), std::string::npos) << output;
+  return output;
+}
+
+// A job script: the solver under `launcher`, the fault injector armed by a trigger file when
+// `fault` is set, then the job's step names (the monitors' step is "parastack"). Open MPI's build
+// under "srun" (--mpi=pmix) or "mpirun"; MPICH's under "srun-mpich" (--mpi=pmi2) or "hydra"
+// (mpiexec.hydra, which starts its proxies with srun), as sites of the MPICH family (Intel MPI,
+// MVAPICH, Cray MPICH) launch: no Open MPI in the ranks, which are known by PMI_RANK.
 std::string solver_script(const SlurmCluster& cluster, const std::string& launcher, int seconds,
-                          const std::string& fault = "", int rank = 0) {
-  std::string body = "export OMPI_MCA_mpi_yield_when_idle=1\n";
+                          const std::string& fault = "", int rank = 0, const std::string& environment = "") {
+  const bool mpich = launcher == "srun-mpich" || launcher == "hydra";
+  const std::string command = launcher == "srun"     ? "srun --mpi=pmix"
+                              : launcher == "mpirun" ? "mpirun"
+                              : launcher == "hydra"  ? "mpiexec.hydra -n $SLURM_NTASKS"
+                                                     : "srun --mpi=pmi2";
+  std::string body = "export OMPI_MCA_mpi_yield_when_idle=1\n" + environment;
   if (!fault.empty()) {
-    body += "export LD_PRELOAD=" + (cluster.bin() / "libps_fault.so").string() + " PS_FAULT_KIND=" + fault +
-            " PS_FAULT_RANK=" + std::to_string(rank) +
+    body += "export LD_PRELOAD=" + (cluster.bin() / (mpich ? "libps_fault_mpich.so" : "libps_fault.so")).string() +
+            " PS_FAULT_KIND=" + fault + " PS_FAULT_RANK=" + std::to_string(rank) +
             " PS_FAULT_AFTER_SECONDS=1e9 PS_FAULT_TRIGGER_FILE=" + (cluster.jobs() / ("fire." + fault)).string() + "\n";
   }
-  body += (launcher == "srun" ? "srun --mpi=pmix " : "mpirun ") + (cluster.bin() / "ps_solver").string() +
-          " blocking " + std::to_string(seconds) + "\n";
+  body += command + " " + (cluster.bin() / (mpich ? "ps_solver_mpich" : "ps_solver")).string() + " blocking " +
+          std::to_string(seconds) + "\n";
   body += "echo launcher-status=$?\nsqueue -h -s -j $SLURM_JOB_ID -o 'step %j'\n";
   return cluster.script(launcher + "-" + (fault.empty() ? "healthy" : fault) + ".sh", body);
 }
@@ -109,18 +147,13 @@ class SlurmPlugin : public ::testing::Test {
   // What the job's stderr says after the verdict's line, one part of each line.
   std::vector<std::string> error_lines_;
 
-  // Runs a healthy 8-rank job to its end; the job's output.
-  std::string run_healthy(const std::string& launcher, const std::vector<std::string>& parastack) {
-    std::vector<std::string> args{"-n", "8", "-o", launcher + ".out", "-e", launcher + ".err"};
+  // Runs a healthy job (8 ranks unless told) to its end; the job's output.
+  std::string run_healthy(const std::string& launcher, const std::vector<std::string>& parastack, int ranks = 8) {
+    std::vector<std::string> args{"-n", std::to_string(ranks), "-o", launcher + ".out", "-e", launcher + ".err"};
     args.insert(args.end(), parastack.begin(), parastack.end());
     args.push_back(solver_script(cluster(), launcher, 15));
     const auto id = cluster().submit(args);
-    const auto job = cluster().wait_ended(id, 300);
-    EXPECT_EQ(job.state, "COMPLETED") << job.record;
-    EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
-    const std::string out = read_file(cluster().jobs() / (launcher + ".out"));
-    EXPECT_NE(out.find("iterations "), std::string::npos) << out;
-    EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
+    const std::string out = expect_ran_to_its_end(cluster(), id, launcher + ".out");
     EXPECT_EQ(read_file(cluster().jobs() / (launcher + ".err")), "") << "a healthy job's stderr stays its own";
     EXPECT_FALSE(std::filesystem::exists(cluster().jobs() / ("parastack-" + id + ".json")));
     EXPECT_FALSE(std::filesystem::exists(cluster().jobs() / ("parastack-" + id + ".trace.jsonl")));
@@ -131,6 +164,11 @@ class SlurmPlugin : public ::testing::Test {
   // Submits a job whose rank hangs once both models are ready; waits for its end; its report.
   json run_hang(const std::string& fault, int rank, const std::vector<std::string>& extra, std::string& id,
                 const std::string& launcher = "srun") {
+    // A fresh start: an earlier job's "model built" in FAULT.err, or its trigger, would fire this
+    // one at once.
+    for (const auto& left : {"fire." + fault, fault + ".err", fault + ".out"}) {
+      std::filesystem::remove(cluster().jobs() / left);
+    }
     std::vector<std::string> args{"-o", fault + ".out", "-e", fault + ".err", "--parastack=log-level=debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back(solver_script(cluster(), launcher, 100000, fault, rank));
@@ -271,10 +309,7 @@ TEST_F(SlurmPlugin, TheMonitorsLogToTheJobsLogFileAndOneTheyCannotOpenLeavesTheJ
     const auto id = cluster().submit({"-n", "4", "--array=3", "-o", "logged.out", "-e", "logged.err",
                                       "--parastack=log-file=" + path, solver_script(cluster(), "srun", 5)});
     const auto log = cluster().jobs() / "logs" / ("monitors-" + id + "_3-" + id + ".log");
-    const auto job = cluster().wait_ended(id, 300);
-    EXPECT_EQ(job.state, "COMPLETED") << job.record;
-    EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
-    EXPECT_NE(read_file(cluster().jobs() / "logged.out").find("launcher-status=0"), std::string::npos);
+    expect_ran_to_its_end(cluster(), id, "logged.out");
     const std::string err = read_file(cluster().jobs() / "logged.err");
     if (can_open) {
       EXPECT_EQ(err, "") << "a healthy job's stderr stays its own";
@@ -326,8 +361,6 @@ TEST_F(SlurmPlugin, AMissingOrFailingMailerCostsOnlyTheMail) {
   for (const std::string mailer : {"/nonexistent/sendmail", "/bin/false"}) {
     SCOPED_TRACE(mailer);
     cluster().set_plugstack("mailer=" + mailer);
-    // A fresh start: run_hang waits for "model built" in spin.err and then writes fire.spin.
-    for (const char* left : {"fire.spin", "spin.err", "spin.out"}) std::filesystem::remove(cluster().jobs() / left);
     error_lines_ = {"the report could not be mailed to " + SlurmCluster::user() + ": " + mailer};
     const auto mail_before = mailbox().size();  // earlier clusters' jobs had the same ids
     std::string id;
@@ -336,6 +369,28 @@ TEST_F(SlurmPlugin, AMissingOrFailingMailerCostsOnlyTheMail) {
     EXPECT_EQ(report["faulty_ranks"], json::array({5}));
     const std::string new_mail = mailbox().substr(std::min(mail_before, mailbox().size()));
     EXPECT_EQ(new_mail.find("parastack: Slurm job " + id + " hung"), std::string::npos) << new_mail;
+  }
+}
+
+// Sites of the MPICH family (Intel MPI, MVAPICH, Cray MPICH) start their jobs with srun --mpi=pmi2,
+// or with their own mpirun, mpiexec.hydra, which starts its proxies with srun: no Open MPI in the
+// ranks, which are numbered by PMI_RANK. Each way, a healthy job runs untouched, and a hung one is
+// cancelled with its rank named among four distinct ones. (Under hydra every rank also inherits its
+// proxy's PMIX_RANK, 0 on one node: until 2026-12-05 all four were "rank 0", and so was the faulty one.)
+TEST_F(SlurmPlugin, AnMpichJobUnderSrunOrHydraIsWatchedLikeAnyOther) {
+  if (!have_mpich())
+    GTEST_FAIL() << "MPICH is not installed, or the test programs were built without it (packaging/bootstrap.sh "
+                    "test installs mpich and libmpich-dev before it configures the build)";
+  for (const auto& [launcher, faulty] : {std::pair<std::string, int>{"srun-mpich", 2}, {"hydra", 1}}) {
+    SCOPED_TRACE(launcher);
+    run_healthy(launcher, {"--parastack"}, 4);
+    std::string id;
+    const json report = run_hang("spin", faulty, {"-n", "4"}, id, launcher);
+    EXPECT_EQ(report["hang_type"], "computation");
+    EXPECT_EQ(report["faulty_ranks"], json::array({faulty}));
+    std::set<int> ranks;
+    for (const auto& r : report["ranks"]) ranks.insert(r["rank"].get<int>());
+    EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3})) << report["ranks"].dump();
   }
 }
 
@@ -714,13 +769,16 @@ TEST(SallocOnTwoNodes, AnMpirunFromALoginHostIsWatchedThroughItsDaemonsStep) {
 }
 
 // Two emulated nodes (each slurmd in its own network, UTS, PID and mount namespace): a monitor on
-// each, the faulty rank on the second.
-TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
-  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+// each, `per_node` ranks on each under `launcher` (solver_script), the faulty rank the second
+// node's last. Every rank is found, on its own host, and the faulty one named.
+void expect_the_faulty_rank_on_the_second_node_named(const std::string& launcher, int per_node,
+                                                     const std::string& environment = "") {
   SlurmCluster cluster(2, binaries());
   cluster.set_plugstack("");
-  const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=4", "-o", "two.out", "-e", "two.err",
-                                  "--parastack=log-level=debug", solver_script(cluster, "srun", 100000, "spin", 6)});
+  const int faulty = 2 * per_node - 1;
+  const auto id = cluster.submit({"-N", "2", "--ntasks-per-node=" + std::to_string(per_node), "-o", "two.out", "-e",
+                                  "two.err", "--parastack=log-level=debug",
+                                  solver_script(cluster, launcher, 100000, "spin", faulty, environment)});
   const auto err = cluster.jobs() / "two.err";
   testing::await_models([&] { return read_file(err); }, [&] { return cluster.job_active(id); }, 40);
   EXPECT_NE(read_file(err).find("2 monitors on node1 node2"), std::string::npos) << read_file(err);
@@ -730,11 +788,29 @@ TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
   std::ifstream in(cluster.jobs() / ("parastack-" + id + ".json"));
   const json report = json::parse(in, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << read_file(err);
-  EXPECT_EQ(report["faulty_ranks"], json::array({6}));
+  EXPECT_EQ(report["faulty_ranks"], json::array({faulty}));
+  std::set<int> ranks;
   for (const auto& r : report["ranks"]) {
-    EXPECT_EQ(r["host"], r["rank"].get<int>() < 4 ? "node1" : "node2") << r.dump();
+    ranks.insert(r["rank"].get<int>());
+    EXPECT_EQ(r["host"], r["rank"].get<int>() < per_node ? "node1" : "node2") << r.dump();
   }
+  EXPECT_EQ(ranks.size(), static_cast<std::size_t>(2 * per_node)) << report["ranks"].dump();
   expect_nothing_left(cluster, id);
+}
+
+TEST(SlurmPluginOnTwoNodes, TheFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  expect_the_faulty_rank_on_the_second_node_named("srun", 4);
+}
+
+// MPICH's mpiexec.hydra across nodes: one proxy per node started by srun, whose ranks inherit its
+// PMIX_RANK (0 on node1, 1 on node2) beside their own PMI_RANK.
+TEST(SlurmPluginOnTwoNodes, AnMpichJobsFaultyRankOnTheSecondNodeIsNamedWithItsHost) {
+  if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm cluster here: " << *why;
+  if (!have_mpich()) GTEST_FAIL() << "MPICH is not installed, or the test programs were built without it";
+  // UCX (MPICH's transport in Debian) takes the emulated nodes for one machine (one kernel, one
+  // boot id) and tries shared memory between them: TCP only, as between real nodes.
+  expect_the_faulty_rank_on_the_second_node_named("hydra", 2, "export UCX_TLS=tcp,self\n");
 }
 
 // Never harm a job, and leave nothing behind: a monitor killed (kill -9, or a crash: CI once saw the
@@ -761,12 +837,7 @@ TEST(SlurmPluginOnTwoNodes, AMonitorKilledEndsTheOtherMonitorsAndNotTheJob) {
   EXPECT_TRUE(cluster.processes(id, "parastack-monitor").empty()) << "the other monitor waits on\n" << read_file(err);
   // Every rank still runs: what ended was the monitors, not the job.
   EXPECT_EQ(cluster.processes(id, "ps_solver"), ranks) << read_file(err);
-  const auto job = cluster.wait_ended(id, 300);
-  EXPECT_EQ(job.state, "COMPLETED") << job.record << read_file(err);
-  EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
-  const std::string out = read_file(cluster.jobs() / "killed.out");
-  EXPECT_NE(out.find("iterations "), std::string::npos) << out;
-  EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
+  expect_ran_to_its_end(cluster, id, "killed.out", [&] { return read_file(err); });
   expect_nothing_left(cluster, id);
 }
 
@@ -799,12 +870,7 @@ TEST(SlurmPluginOnTwoNodes, AMonitorThatCrashesAsItStartsEndsTheOtherAndNotTheJo
     std::this_thread::sleep_for(200ms);
   }
   EXPECT_TRUE(cluster.processes(id, "parastack-monitor").empty()) << "node1's monitor waits on\n" << read_file(err);
-  const auto job = cluster.wait_ended(id, 300);
-  EXPECT_EQ(job.state, "COMPLETED") << job.record << read_file(err);
-  EXPECT_NE(job.record.find("ExitCode=0:0"), std::string::npos) << job.record;
-  const std::string out = read_file(cluster.jobs() / "crashed.out");
-  EXPECT_NE(out.find("iterations "), std::string::npos) << out;
-  EXPECT_NE(out.find("launcher-status=0"), std::string::npos) << out;
+  expect_ran_to_its_end(cluster, id, "crashed.out", [&] { return read_file(err); });
   // srun's line says a task of some step died: one of parastack's says whose step, and that the
   // job runs on.
   EXPECT_NE(read_file(err).find("parastack: the watchdog's monitors have stopped (their srun ended with status "),
