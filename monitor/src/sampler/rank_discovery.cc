@@ -279,8 +279,9 @@ Discovery discover_ranks(const JobSelector& selector) {
   const bool by_launch = selector.kind == JobSelector::Kind::Launcher && !selector.launches.empty();
 
   // The environment of a rank's parent when that is a launcher or daemon (read once each): what a
-  // rank inherited from it is not its own (rank_identity). A root-owned one (slurmstepd) cannot be
-  // read, and need not be: the variables of a task are set in the task.
+  // rank inherited from it is not its own (rank_identity). A root-owned one (slurmstepd) is not
+  // readable by a monitor of the job's user, and need not be: a task's variables are set in the
+  // task, not inherited from slurmstepd.
   std::map<pid_t, std::vector<std::pair<std::string, std::string>>> launchers;
   const auto launcher_environment = [&](pid_t parent) -> const std::vector<std::pair<std::string, std::string>>& {
     auto [it, added] = launchers.try_emplace(parent);
