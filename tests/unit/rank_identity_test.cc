@@ -89,7 +89,8 @@ TEST(RankIdentity, NotRanks) {
 }
 
 TEST(RankIdentity, LaunchersAndDaemonsAreNotRanks) {
-  for (const char* name : {"mpirun", "orted", "prted", "srun", "slurmstepd", "hydra_pmi_proxy", "parastack"}) {
+  for (const char* name :
+       {"mpirun", "orted", "prted", "srun", "slurmstepd", "hydra_pmi_proxy", "mpispawn", "parastack"}) {
     EXPECT_TRUE(is_launcher_or_daemon(name)) << name;
   }
   EXPECT_FALSE(is_launcher_or_daemon("lmp_mpi"));

@@ -139,9 +139,12 @@ std::vector<std::string> launches_under(os::Pid launcher) {
 }
 
 bool is_launcher_or_daemon(const std::string& command) {
+  // Open MPI (mpirun, orted; prte* in Open MPI 5), MPICH and Intel MPI (hydra, pmi_proxy), MVAPICH
+  // (mpirun_rsh, its per-node mpispawn), and the batch systems' and ssh's daemons.
   static const std::set<std::string> kNotRanks{
-      "mpirun",     "mpiexec", "orterun",         "orted",         "prted",     "prterun", "prte",   "srun",
-      "slurmstepd", "slurmd",  "hydra_pmi_proxy", "mpiexec.hydra", "pmi_proxy", "pbs_mom", "pbsdsh", "sshd"};
+      "mpirun",    "mpiexec",    "orterun", "orted",      "prted",    "prterun",         "prte",
+      "srun",      "slurmstepd", "slurmd",  "mpirun_rsh", "mpispawn", "hydra_pmi_proxy", "mpiexec.hydra",
+      "pmi_proxy", "pbs_mom",    "pbsdsh",  "sshd"};
   return kNotRanks.contains(command) || command.starts_with("parastack");
 }
 
