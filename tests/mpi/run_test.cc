@@ -309,11 +309,8 @@ TEST(Run, AMissingProgressLibraryIsAClearErrorAndNothingIsStarted) {
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the job was started";
 }
 
-class HealthyRun : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {
-  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), GetParam(), "45"}));
-  ASSERT_EQ(run.wait(300s), 0) << run.log();
+// The report of a job that ended by itself: nothing done to it, and it was watched.
+void expect_completed_untouched_and_watched(const WatchedRun& run) {
   const json report = run.report();
   EXPECT_EQ(report["verdict"], "completed") << run.log();
   EXPECT_EQ(report["exit_status"], 0);
@@ -322,6 +319,14 @@ TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {
   const auto& coverage = report["coverage"];
   EXPECT_TRUE(!coverage["stasis_since"].is_null() || !coverage["model_since"].is_null())
       << "no test could ever have fired: " << coverage.dump();
+}
+
+class HealthyRun : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HealthyRun, CompletesUntouchedWithItsOwnOutput) {
+  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), GetParam(), "45"}));
+  ASSERT_EQ(run.wait(300s), 0) << run.log();
+  expect_completed_untouched_and_watched(run);
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << "the job's own output is missing";
 }
 
@@ -864,6 +869,55 @@ TEST(Run, ARankSpinningWhileTheOthersPollIsFound) {
   // by polling ranks that the load held outside their loops for two observations: the safe side).
   EXPECT_LT(delay, 150.0) << tail(run.log());
   std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// A hybrid MPI + OpenMP code (tests/programs/ps_openmp.c: MPI between ranks, 2 OpenMP threads in
+// each) runs as most large applications do: healthy, it completes untouched.
+TEST(Run, AHealthyOpenMpJobCompletesUntouched) {
+  WatchedRun run({}, mpirun(4, {test_program("ps_openmp"), "45"}, {"OMP_NUM_THREADS=2"}));
+  ASSERT_EQ(run.wait(300s), 0) << tail(run.log());
+  expect_completed_untouched_and_watched(run);
+  EXPECT_TRUE(std::regex_search(run.out(), std::regex(R"(^ps_openmp: \d+ steps in \d)")))
+      << "the job's own output is missing:\n"
+      << run.out();
+}
+
+// Its rank 1's solve stops converging once the models are ready: the rank runs one parallel region
+// again and again, outside MPI, while rank 0 waits in MPI_Allreduce. Its main thread is found in
+// the region's body or in libgomp (the region's closing barrier, the next region's start), which
+// are one place (sampler/path_signature.h), so the set's call paths stand still as for a serial
+// spin. They did not: the rank alternated between two or three paths, and only the fraction
+// outside MPI (S), weak with 2 ranks, found the hang, about 20 s after it began.
+TEST(Run, ARankSpinningThroughAnOpenMpRegionStandsStillAndIsFound) {
+  Trigger trigger;
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(2, {test_program("ps_openmp"), "600", "--bug-rank", "1", "--bug-file", trigger.path()},
+                        {"OMP_NUM_THREADS=2"}));
+  fire_when_model_ready(run, trigger);
+  ASSERT_EQ(run.wait(300s), kExitHang) << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << report["stacks"]["text"].get<std::string>();
+  const auto onset = run.fault_time(1);
+  ASSERT_TRUE(onset.has_value()) << "the bug never struck";
+  EXPECT_GT(report["detected_at"].get<double>(), *onset);
+  // From a second after the onset (rank 0 has reached its wait) to the end of the trace, every
+  // observation whose paths were read shows the set at one path.
+  const double settled = *onset + 1.0 - report["started_at"].get<double>();
+  std::set<std::string> paths;
+  int observations = 0;
+  std::istringstream trace(read_file(run.dir() / "report.trace.jsonl"));
+  for (std::string line; std::getline(trace, line);) {
+    const json o = json::parse(line, nullptr, false);
+    if (o.is_discarded() || !o.contains("path") || o.value("t", 0.0) < settled) continue;
+    paths.insert(o["path"].get<std::string>());
+    ++observations;
+  }
+  EXPECT_GE(observations, 10) << "too few observations after the onset to tell";
+  EXPECT_EQ(paths.size(), 1u) << observations << " observations after the onset";
   for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
   EXPECT_TRUE(run.process().descendants().empty());
 }

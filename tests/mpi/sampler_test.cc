@@ -1183,6 +1183,45 @@ TEST(SampledPath, ASpinCallingALibraryThroughThePltKeepsOnePath) {
   EXPECT_TRUE(makes_progress(*spinning));
 }
 
+// A hybrid MPI + OpenMP rank whose solve never converges (tests/programs/ps_openmp.c, 2 threads a
+// rank): its main thread runs one parallel region over and over, found now in the region's body
+// (smooth._omp_fn.0) and now in libgomp (waiting at the region's closing barrier for the other
+// thread, starting the next region). Both are the place of smooth, which entered the runtime, so
+// the rank keeps one path as a serial spin does. Before, they were two places, and the rank never
+// looked still.
+TEST(SampledPath, ASpinThroughAnOpenMpRegionKeepsOnePath) {
+  testing::ChildProcess job({"mpirun", "--oversubscribe", "-np", "2", "-x", "OMP_NUM_THREADS=2",
+                             test_program("ps_openmp"), "600", "--bug-rank", "1", "--bug-after", "0"},
+                            testing::mpi_test_environment());
+  const os::Pid spinning{job.wait_ready_file("rank.1", 60s)};
+  job.wait_ready_file("fault.1", 60s);
+  StackSampler sampler;
+  SampleOptions with_frames;
+  with_frames.frames = true;
+  ASSERT_EQ(settle(sampler, spinning, RankState::OutMpi).state, RankState::OutMpi);
+  std::map<std::uint64_t, int> paths;
+  int in_body = 0, in_runtime = 0;
+  std::mt19937 rng(4);
+  for (int i = 0; i < 300; ++i) {
+    // A random pause of up to 1 ms, so that samples do not beat with the region's rhythm.
+    std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 1000)(rng)));
+    const auto s = sampler.sample(spinning, with_frames);
+    ASSERT_EQ(s.state, RankState::OutMpi) << s.describe();
+    ASSERT_FALSE(s.frames.empty()) << s.describe();
+    ++paths[s.path];
+    in_body += s.frames[0].function.find("_omp_fn") != std::string::npos ? 1 : 0;
+    in_runtime += s.frames[0].module.find("libgomp") != std::string::npos ? 1 : 0;
+  }
+  std::string seen;
+  for (const auto& [path, count] : paths) seen += " " + std::to_string(count);
+  EXPECT_EQ(paths.size(), 1u) << "samples per path:" << seen << "; in the body " << in_body << ", in libgomp "
+                              << in_runtime;
+  EXPECT_FALSE(paths.contains(0));
+  // The case this test is about: samples found the thread on both sides of the region's edge.
+  EXPECT_GT(in_body, 0);
+  EXPECT_GT(in_runtime, 0);
+}
+
 // A healthy solver computing 2-4 ms per iteration, short enough that 50 samples see every rank
 // both computing and exchanging.
 class HealthySolverPaths : public ::testing::TestWithParam<const char*> {};

@@ -133,6 +133,65 @@ TEST(PathSignature, ACRuntimeCallInsideAComputingLoopIsTheLoopsPlace) {
                          true, {RankState::OutMpi, std::nullopt}, "", start_of));
 }
 
+// OpenMP: solve() runs `#pragma omp parallel for` over and over. The compiler outlines the loop
+// into solve._omp_fn.0, which libgomp's GOMP_parallel calls on every thread of the team; solve's
+// main thread is found in the body, in libgomp at the region's closing barrier, at a worksharing
+// barrier inside the body, or in solve itself between regions. As the source reads, all are solve.
+TEST(PathSignature, AnOpenMpRegionIsAPlaceOfTheFunctionThatEnteredIt) {
+  constexpr CodeRange kBody{0x1300, 0x1400}, kKernel{0x1400, 0x1500};
+  constexpr std::uint64_t kGomp = 0x7f0000300000, kLibc = 0x7f0000100000;
+  const auto openmp = [](std::uint64_t address) { return address >= kGomp && address < kGomp + 0x1000; };
+  const auto c_runtime = [](std::uint64_t address) { return address >= kLibc && address < kLibc + 0x1000; };
+  const auto function_of = [&](std::uint64_t address) -> std::optional<std::uint64_t> {
+    for (const auto& f : {kBody, kKernel}) {
+      if (f.contains(address)) return f.start;
+    }
+    if (openmp(address)) return kGomp + (address - kGomp) / 0x100 * 0x100;  // libgomp's functions
+    return start_of(address);
+  };
+  // Return addresses: solve's call of GOMP_parallel, GOMP_parallel's of the body and of its
+  // closing barrier, the body's of a kernel and of a worksharing barrier, a worker's thread start.
+  constexpr std::uint64_t kSolveCallsGomp = kSolve.start + 0x30, kGompCallsBody = kGomp + 0x80,
+                          kGompCallsEnd = kGomp + 0x88, kGompBarrier = kGomp + 0x420,
+                          kBodyCallsKernel = kBody.start + 0x20, kBodyCallsBarrier = kBody.start + 0x50,
+                          kGompThreadStart = kGomp + 0x610, kLibcStartThread = kLibc + 0x40, kLibcClone = kLibc + 0x90;
+  auto sign = [&](const std::vector<std::uint64_t>& frames, std::string_view call = "", bool with_openmp = true) {
+    return path_signature(frames, true, classify_by_address(frames, true, kMpi), call, function_of, c_runtime, {},
+                          with_openmp ? sampler::RuntimeCode(openmp) : sampler::RuntimeCode{});
+  };
+  const std::vector<std::uint64_t> outer{kSolveCallsGomp, kMainCallsSolve, kLibcCallsMain};
+  auto below = [&](std::vector<std::uint64_t> inner) {
+    inner.insert(inner.end(), outer.begin(), outer.end());
+    return inner;
+  };
+  const auto in_solve = sign({kSolve.start + 0x40, kMainCallsSolve, kLibcCallsMain});
+  const auto in_body = sign(below({kBody.start + 0x10, kGompCallsBody}));
+  EXPECT_NE(in_solve, 0u);
+  EXPECT_EQ(in_body, in_solve);
+  EXPECT_EQ(sign(below({kGomp + 0x500, kGompBarrier, kGompCallsEnd})), in_solve);        // the closing barrier
+  EXPECT_EQ(sign(below({kLibc + 0x10, kGomp + 0x500, kGompCallsEnd})), in_solve);        // in a futex call
+  EXPECT_EQ(sign(below({kGomp + 0x500, kBodyCallsBarrier, kGompCallsBody})), in_solve);  // inside the body
+  // A function the body calls is a place of its own, as from serial code.
+  const auto in_kernel = sign(below({kKernel.start + 0x10, kBodyCallsKernel, kGompCallsBody}));
+  EXPECT_NE(in_kernel, 0u);
+  EXPECT_NE(in_kernel, in_solve);
+  // Without the predicate the body and the barrier were two places: the rank never looked still.
+  EXPECT_NE(sign(below({kBody.start + 0x10, kGompCallsBody}), "", false),
+            sign(below({kGomp + 0x500, kGompBarrier, kGompCallsEnd}), "", false));
+  // A worker thread (sampled under MPI_THREAD_MULTIPLE) entered the region from no application
+  // function: its place stays the body.
+  const std::vector<std::uint64_t> worker{kBody.start + 0x10, kGompThreadStart, kLibcStartThread, kLibcClone};
+  EXPECT_NE(sign(worker), 0u);
+  EXPECT_EQ(sign(worker), sign(worker, "", false));
+  // MPI called from the body: a blocking call is still told apart by its call site in the body, and
+  // a polling loop in the body is one place whether found in MPI_Test or in its loop.
+  const auto send_here = sign(below({kMpiInternals, kMpiEntry, kBody.start + 0x20, kGompCallsBody}), "MPI_Send");
+  const auto send_there = sign(below({kMpiInternals, kMpiEntry, kBody.start + 0x60, kGompCallsBody}), "MPI_Send");
+  EXPECT_NE(send_here, 0u);
+  EXPECT_NE(send_here, send_there);
+  EXPECT_EQ(sign(below({kMpiInternals, kMpiEntry, kBody.start + 0x20, kGompCallsBody}), "MPI_Test"), in_body);
+}
+
 TEST(PathSignature, APmpiWrapperIsNotAPlace) {
   // A profiler's (or the fault injector's) MPI_Test around the library's: poll_loop calling it is
   // the same place as poll_loop calling MPI_Testany directly, as without the wrapper.

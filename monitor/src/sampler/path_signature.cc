@@ -19,6 +19,27 @@ std::uint64_t hash_name(std::string_view name) {
   return hash;
 }
 
+// The innermost frame of the application function that entered the OpenMP runtime, from the
+// application frame `innermost` (path_signature's comment says why). A thread the runtime started
+// (a worker: its outermost frames are the runtime's and the C runtime's) has no such function and
+// keeps `innermost`.
+std::size_t outside_parallel_regions(std::span<const std::uint64_t> frames, std::size_t innermost,
+                                     const RuntimeCode& in_openmp, const RuntimeCode& in_runtime) {
+  const auto code = [&](std::size_t i) { return i == 0 ? frames[0] : frames[i] - 1; };
+  const auto in_a_runtime = [&](std::size_t i) { return in_openmp(code(i)) || (in_runtime && in_runtime(code(i))); };
+  for (;;) {
+    std::size_t k = innermost;
+    if (!in_openmp(code(k))) {
+      // An application frame: a body the runtime called, or a place of its own.
+      if (k + 1 >= frames.size() || !in_openmp(code(k + 1))) return innermost;
+      ++k;
+    }
+    while (k < frames.size() && in_a_runtime(k)) ++k;
+    if (k >= frames.size()) return innermost;
+    innermost = k;
+  }
+}
+
 }  // namespace
 
 bool is_startup_or_shutdown(std::string_view mpi_function) {
@@ -27,7 +48,8 @@ bool is_startup_or_shutdown(std::string_view mpi_function) {
 
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                              std::string_view mpi_function, const FunctionIdentity& function_of,
-                             const RuntimeCode& in_runtime, const RuntimeCode& in_mpi_wrapper) {
+                             const RuntimeCode& in_runtime, const RuntimeCode& in_mpi_wrapper,
+                             const RuntimeCode& in_openmp) {
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
@@ -50,6 +72,8 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
       break;
   }
   if (innermost >= frames.size()) return 0;
+  const std::size_t mpi_call_site = innermost;  // of a blocking call, below
+  if (in_openmp) innermost = outside_parallel_regions(frames, innermost, in_openmp, in_runtime);
   const auto function = function_of(innermost == 0 ? frames[0] : frames[innermost] - 1);
   if (!function) return 0;
   std::uint64_t hash = stats::mix64(*function);
@@ -58,7 +82,7 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
     // A blocking call is also told apart by its call site: two MPI_Sendrecv of one loop are two
     // places, and a rank going from one to the other has moved. (A polling call is not: the loop
     // around it must have one path whether the rank is seen in MPI or in the loop.)
-    hash = combine(combine(hash, hash_name(mpi_function)), frames[innermost]);
+    hash = combine(combine(hash, hash_name(mpi_function)), frames[mpi_call_site]);
   }
   return hash == 0 ? 1 : hash;  // 0 means unknown
 }

@@ -38,9 +38,18 @@ using RuntimeCode = std::function<bool(std::uint64_t address)>;
 // called them, whether a sample finds it in the call or between calls. Likewise a rank in MPI is
 // at the application's call, not in a PMPI wrapper's (`in_mpi_wrapper`: a profiler's or a fault
 // injector's MPI_Test around the library's): wrapped and unwrapped calls of one loop are one place.
+//
+// With `in_openmp` (an OpenMP runtime's code), a thread inside the runtime (a barrier, a lock, the
+// task scheduler) or in a function the runtime called (a parallel region's or a task's outlined
+// body, `f._omp_fn.0`) is at the place of the application function that entered the runtime, as
+// the source reads: `#pragma omp parallel for` is a loop of that function. Without it, a rank
+// spinning through one region over and over (a solve that never converges) went from the body to
+// the region's closing barrier and back, two places, and never looked still; a serial loop in
+// that function does. Functions the body calls stay places of their own.
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                              std::string_view mpi_function, const FunctionIdentity& function_of,
-                             const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {});
+                             const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {},
+                             const RuntimeCode& in_openmp = {});
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

@@ -255,6 +255,15 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   return name && is_mpi_name(*name);
 }
 
+bool ProcessImage::in_openmp_runtime(std::uint64_t address) {
+  const os::Mapping* m = mapping_at(address);
+  if (!m) return false;
+  const std::string_view path = m->path;
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  // Not "libomp" alone: Open MPI's libompitrace starts so too.
+  return name.starts_with("libgomp") || name.starts_with("libomp.so") || name.starts_with("libiomp5");
+}
+
 bool ProcessImage::in_c_runtime(std::uint64_t address) {
   if (vdso_.contains(address)) return true;  // the kernel's part of libc's clock_gettime and friends
   const os::Mapping* m = mapping_at(address);

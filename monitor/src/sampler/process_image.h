@@ -54,6 +54,9 @@ class ProcessImage {
   // from its loops (fmax, memcpy, nanosleep), not a place of its own. (A loop calling fmax is
   // found in fmax's PLT stub in ~6% of samples: without this, a place of its own every time.)
   bool in_c_runtime(std::uint64_t address);
+  // Whether a code address lies in an OpenMP runtime (GCC's libgomp, LLVM's libomp, Intel's
+  // libiomp5): the team's barriers, locks and task scheduler around a parallel region's body.
+  bool in_openmp_runtime(std::uint64_t address);
   // Whether a code address outside the MPI library lies in a function named like an MPI call: a
   // PMPI wrapper (a profiler, a fault injector) between the application and MPI.
   bool in_mpi_wrapper(std::uint64_t address);

@@ -423,7 +423,8 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
         unwound.frames, unwound.complete, {sample.state, decision.entry_frame}, sample.mpi_function,
         [in](std::uint64_t address) { return in->function_start(address); },
         [in](std::uint64_t address) { return in->in_c_runtime(address); },
-        [in](std::uint64_t address) { return in->in_mpi_wrapper(address); });
+        [in](std::uint64_t address) { return in->in_mpi_wrapper(address); },
+        [in](std::uint64_t address) { return in->in_openmp_runtime(address); });
   }
   if (!options.frames) return;
   for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
