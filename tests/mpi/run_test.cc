@@ -884,12 +884,13 @@ TEST(Run, AHealthyOpenMpJobCompletesUntouched) {
       << run.out();
 }
 
-// Its rank 1's solve stops converging once the models are ready: the rank runs one parallel region
-// again and again, outside MPI, while rank 0 waits in MPI_Allreduce. Its main thread is found in
-// the region's body or in libgomp (the region's closing barrier, the next region's start), which
-// are one place (sampler/path_signature.h), so the set's call paths stand still as for a serial
-// spin. They did not: the rank alternated between two or three paths, and only the fraction
-// outside MPI (S), weak with 2 ranks, found the hang, about 20 s after it began.
+// ps_openmp's rank 1 stops converging once the models are ready: it runs one parallel region again
+// and again, outside MPI, while rank 0 waits in MPI_Allreduce. Its main thread is found in the
+// region's body or in libgomp (the region's closing barrier, the next region's start), which are
+// one place (sampler/path_signature.h), so the set's call paths stand still as for a serial spin.
+// They did not: the rank alternated between two or three paths, and the hang was not found in
+// 300 s (healthy, this code sits at "rank 1 computing, rank 0 in MPI" most of the time, so the
+// fraction outside MPI shows nothing either).
 TEST(Run, ARankSpinningThroughAnOpenMpRegionStandsStillAndIsFound) {
   Trigger trigger;
   WatchedRun run({"--log-level", "debug"},
