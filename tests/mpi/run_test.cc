@@ -1353,6 +1353,34 @@ TEST_F(Mpi4py, WithTheProgressLibraryADeadlockIsFoundAndItsRankNamed) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// A Python rank's place is its Python stack (sampler/python_stack.h). Its C stack is the
+// interpreter's, a new place at nearly every sample, so before 2026-12-05 a rank spinning in Python
+// never looked still; and S could not see it either: healthy, these ranks mostly wait in MPI
+// (S = 0 in 70 % of observations), so the hang's S = 1/4 is no suspicion. Not found in 6 minutes.
+TEST_F(Mpi4py, ARankSpinningInPythonStandsStillAndIsFoundWithItsPythonFunction) {
+  WatchedRun run({}, ring("spin", "8"));
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  const std::string stacks = report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["hang_type"], "computation") << stacks;
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
+  EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
+  // Where it spins, as its developer wrote it: the function and the file.
+  EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
+// And a healthy one is watched (its ranks move between Python places) and left to finish.
+TEST_F(Mpi4py, AHealthyJobIsWatchedAndCompletesUntouched) {
+  WatchedRun run({}, ring("healthy", "30"));
+  ASSERT_EQ(run.wait(180s), 0) << run.log();
+  EXPECT_NE(run.out().find("ring ok "), std::string::npos) << run.out() << run.log();
+  expect_completed_untouched_and_watched(run);
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // MPICH (Debian's mpich: mpiexec.hydra, ranks known by PMI_RANK), programs built with mpicc.mpich.
 class Mpich : public ::testing::Test {
  protected:

@@ -1183,6 +1183,14 @@ TEST(SampledPath, ASpinCallingALibraryThroughThePltKeepsOnePath) {
   EXPECT_TRUE(makes_progress(*spinning));
 }
 
+// Rank 1 of `job` once its spin has begun (its rank.1 and fault.1 ready files), seen outside MPI.
+os::Pid spinning_rank_one(testing::ChildProcess& job, StackSampler& sampler) {
+  const os::Pid spinning{job.wait_ready_file("rank.1", 60s)};
+  job.wait_ready_file("fault.1", 60s);
+  EXPECT_EQ(settle(sampler, spinning, RankState::OutMpi).state, RankState::OutMpi);
+  return spinning;
+}
+
 // A hybrid MPI + OpenMP rank whose solve never converges (tests/programs/ps_openmp.c, 2 threads a
 // rank): its main thread runs one parallel region over and over, found now in the region's body
 // (smooth._omp_fn.0) and now in libgomp (waiting at the region's closing barrier for the other
@@ -1193,12 +1201,10 @@ TEST(SampledPath, ASpinThroughAnOpenMpRegionKeepsOnePath) {
   testing::ChildProcess job({"mpirun", "--oversubscribe", "-np", "2", "-x", "OMP_NUM_THREADS=2",
                              test_program("ps_openmp"), "600", "--bug-rank", "1", "--bug-after", "0"},
                             testing::mpi_test_environment());
-  const os::Pid spinning{job.wait_ready_file("rank.1", 60s)};
-  job.wait_ready_file("fault.1", 60s);
   StackSampler sampler;
-  SampleOptions with_frames;
-  with_frames.frames = true;
-  ASSERT_EQ(settle(sampler, spinning, RankState::OutMpi).state, RankState::OutMpi);
+  const os::Pid spinning = spinning_rank_one(job, sampler);
+  ASSERT_FALSE(HasFailure());
+  const SampleOptions with_frames{.frames = true};
   std::map<std::uint64_t, int> paths;
   int in_body = 0, in_runtime = 0;
   std::mt19937 rng(4);
@@ -1220,6 +1226,53 @@ TEST(SampledPath, ASpinThroughAnOpenMpRegionKeepsOnePath) {
   // The case this test is about: samples found the thread on both sides of the region's edge.
   EXPECT_GT(in_body, 0);
   EXPECT_GT(in_runtime, 0);
+}
+
+// An mpi4py rank spinning in Python (tests/programs/ps_ring.py spin: rank 1 loops for ever in
+// converge()). Its C stack is the interpreter's, whose innermost function changes with the bytecode
+// it runs (the eval loop, integer arithmetic, an object's deallocation): before, 300 samples gave
+// 9 paths and the rank never looked still. Its Python stack (python_stack.h) is one place, and the
+// frames name the function and line, in the interpreter's run that executes them.
+TEST(SampledPath, ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) {
+  if (::access("/usr/lib/python3/dist-packages/mpi4py/__init__.py", R_OK) != 0)
+    GTEST_FAIL() << "mpi4py is not installed (packaging/bootstrap.sh test installs python3-mpi4py)";
+  testing::ChildProcess job(
+      {"mpirun", "--oversubscribe", "-np", "2", "/usr/bin/python3", test_program("ps_ring.py"), "spin", "0"},
+      testing::mpi_test_environment());
+  StackSampler sampler;
+  const os::Pid spinning = spinning_rank_one(job, sampler);
+  ASSERT_FALSE(HasFailure());
+  const SampleOptions with_frames{.frames = true};
+  std::map<std::uint64_t, int> paths;
+  std::set<std::string> innermost_c;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 1000)(rng)));
+    const auto s = sampler.sample(spinning, with_frames);
+    ASSERT_EQ(s.state, RankState::OutMpi) << s.describe();
+    ++paths[s.path];
+    const auto c = std::find_if(s.frames.begin(), s.frames.end(), [](const auto& f) { return f.module != "Python"; });
+    ASSERT_NE(c, s.frames.end());
+    innermost_c.insert(c->function);
+    // Python's frames, innermost first, inside the interpreter's run: converge, then main, then
+    // the module.
+    std::vector<std::string> python;
+    for (const auto& f : s.frames) {
+      if (f.module == "Python") python.push_back(f.function);
+    }
+    ASSERT_EQ(python.size(), 3u) << s.describe();
+    EXPECT_EQ(python[0].rfind("converge (" + test_program("ps_ring.py") + ":", 0), 0u) << python[0];
+    EXPECT_EQ(python[1].rfind("main (", 0), 0u) << python[1];
+    EXPECT_EQ(python[2].rfind("<module> (", 0), 0u) << python[2];
+  }
+  std::string seen;
+  for (const auto& [path, count] : paths) seen += " " + std::to_string(count);
+  EXPECT_EQ(paths.size(), 1u) << "samples per path:" << seen;
+  EXPECT_FALSE(paths.contains(0));
+  // The case this test is about: the interpreter's C frames moved.
+  std::string functions;
+  for (const auto& f : innermost_c) functions += " " + f;
+  EXPECT_GT(innermost_c.size(), 1u) << "innermost C functions:" << functions;
 }
 
 // A healthy solver computing 2-4 ms per iteration, short enough that 50 samples see every rank

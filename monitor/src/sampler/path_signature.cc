@@ -49,7 +49,11 @@ bool is_startup_or_shutdown(std::string_view mpi_function) {
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                              std::string_view mpi_function, const FunctionIdentity& function_of,
                              const RuntimeCode& in_runtime, const RuntimeCode& in_mpi_wrapper,
-                             const RuntimeCode& in_openmp) {
+                             const RuntimeCode& in_openmp, const RuntimeCode& in_interpreter,
+                             std::uint64_t python_place) {
+  const auto code = [&](std::size_t i) { return i == 0 ? frames[0] : frames[i] - 1; };
+  const bool python = python_place != 0 && in_interpreter;
+  const auto interpreted = [&](std::size_t i) { return python && in_interpreter(code(i)); };
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
@@ -57,10 +61,8 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
     case stats::RankState::OutMpi:
       // A partial stack of a computing rank could be the same partial stack of different paths.
       if (!complete) return 0;
-      if (in_runtime) {
-        while (innermost + 1 < frames.size() && in_runtime(innermost == 0 ? frames[0] : frames[innermost] - 1)) {
-          ++innermost;
-        }
+      while (innermost + 1 < frames.size() && ((in_runtime && in_runtime(code(innermost))) || interpreted(innermost))) {
+        ++innermost;
       }
       break;
     case stats::RankState::InMpi:
@@ -74,10 +76,16 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
   if (innermost >= frames.size()) return 0;
   const std::size_t mpi_call_site = innermost;  // of a blocking call, below
   if (in_openmp) innermost = outside_parallel_regions(frames, innermost, in_openmp, in_runtime);
-  const auto function = function_of(innermost == 0 ? frames[0] : frames[innermost] - 1);
+  // A rank at work in Python alone has no C place outside the interpreter (the walk above ends at
+  // its outermost frame): its place is its Python stack's.
+  constexpr std::uint64_t kInterpreter = 0x507974686f6e;
+  const auto function = interpreted(innermost) ? std::optional(kInterpreter) : function_of(code(innermost));
   if (!function) return 0;
   std::uint64_t hash = stats::mix64(*function);
-  for (std::size_t i = innermost + 1; i < frames.size(); ++i) hash = combine(hash, frames[i]);
+  for (std::size_t i = innermost + 1; i < frames.size(); ++i) {
+    if (!interpreted(i)) hash = combine(hash, frames[i]);
+  }
+  if (python) hash = combine(hash, python_place);
   if (classification.state == stats::RankState::InMpi && !stats::is_polling_function(mpi_function)) {
     // A blocking call is also told apart by its call site: two MPI_Sendrecv of one loop are two
     // places, and a rank going from one to the other has moved. (A polling call is not: the loop

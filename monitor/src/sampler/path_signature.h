@@ -46,10 +46,17 @@ using RuntimeCode = std::function<bool(std::uint64_t address)>;
 // spinning through one region over and over (a solve that never converges) went from the body to
 // the region's closing barrier and back, two places, and never looked still; a serial loop in
 // that function does. Functions the body calls stay places of their own.
+//
+// With `python_place` (not 0: the Python stack's place, python_stack.h) and `in_interpreter`
+// (CPython's own code), the rank runs Python: the interpreter's frames are not places (which of its
+// C functions runs a bytecode says nothing of where the program is), the Python stack is. The C
+// frames outside it still count: an extension's kernel (numpy) the Python code called, and the
+// MPI call's call site in mpi4py.
 std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                              std::string_view mpi_function, const FunctionIdentity& function_of,
                              const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {},
-                             const RuntimeCode& in_openmp = {});
+                             const RuntimeCode& in_openmp = {}, const RuntimeCode& in_interpreter = {},
+                             std::uint64_t python_place = 0);
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

@@ -100,6 +100,7 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& f
       }
     }
   }
+  image->find_python();
   image->upt_ = _UPT_create(pid.value);
   image->copy_space_ = unw_create_addr_space(&copy_accessors, 0);
   image->ptrace_space_ = unw_create_addr_space(&_UPT_accessors, 0);
@@ -253,6 +254,45 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   if (!symbols) return false;
   const auto name = symbols->function_at(symbols->to_vaddr(address, m->start, m->offset));
   return name && is_mpi_name(*name);
+}
+
+void ProcessImage::find_python() {
+  // The interpreter is the file that defines _PyRuntime (python3.11, statically linked on Debian,
+  // or a libpython3.x.so of an embedding or a pyenv build); Py_Version says which CPython it is.
+  for (const auto& m : maps_) {
+    auto symbols = symbols_for(m);
+    if (!symbols) continue;
+    const auto runtime = symbols->address_of("_PyRuntime");
+    const auto version_at = symbols->address_of("Py_Version");
+    if (!runtime || !version_at) continue;
+    const std::uint64_t bias = symbols->load_bias(m.start, m.offset);
+    std::uint32_t version = 0;
+    if (os::read_remote(pid_, *version_at + bias, &version, sizeof version).bytes != sizeof version) return;
+    if (const auto layout = cpython_layout(version)) python_ = Python{*layout, *runtime + bias, m.path, m.inode};
+    return;
+  }
+}
+
+bool ProcessImage::in_python_interpreter(std::uint64_t address) {
+  if (!python_) return false;
+  const os::Mapping* m = mapping_at(address);
+  return m && m->inode == python_->inode && m->path == python_->path;
+}
+
+std::vector<PythonFrame> ProcessImage::python_stack(os::Tid tid) const {
+  if (!python_) return {};
+  return read_python_stack(remote_reader(), python_->layout, python_->runtime, tid.value);
+}
+
+std::string ProcessImage::describe_python(const PythonFrame& frame) const {
+  if (!python_) return {};
+  return describe_python_frame(remote_reader(), python_->layout, frame);
+}
+
+ReadMemory ProcessImage::remote_reader() const {
+  return [pid = pid_](std::uint64_t address, void* buffer, std::size_t length) {
+    return os::read_remote(pid, address, buffer, length).bytes == length;
+  };
 }
 
 bool ProcessImage::in_openmp_runtime(std::uint64_t address) {

@@ -19,6 +19,7 @@
 #include "sampler/classify.h"
 #include "sampler/elf_symbols.h"
 #include "sampler/mapping_check.h"
+#include "sampler/python_stack.h"
 #include "sampler/read_only_memory.h"
 #include "sampler/sampled_frame.h"
 
@@ -57,6 +58,15 @@ class ProcessImage {
   // Whether a code address lies in an OpenMP runtime (GCC's libgomp, LLVM's libomp, Intel's
   // libiomp5): the team's barriers, locks and task scheduler around a parallel region's body.
   bool in_openmp_runtime(std::uint64_t address);
+  // Whether the process runs CPython of a version whose frames we read (python_stack.h).
+  bool runs_python() const { return python_.has_value(); }
+  // Whether a code address lies in that interpreter (the python binary, or libpython).
+  bool in_python_interpreter(std::uint64_t address);
+  // The Python frames of thread `tid`, innermost first; empty when it runs none or they could
+  // not be read. Read while the process runs (python_stack.h says why that is enough).
+  std::vector<PythonFrame> python_stack(os::Tid tid) const;
+  // "qualname (file:line)" of a Python frame; empty when unreadable.
+  std::string describe_python(const PythonFrame& frame) const;
   // Whether a code address outside the MPI library lies in a function named like an MPI call: a
   // PMPI wrapper (a profiler, a fault injector) between the application and MPI.
   bool in_mpi_wrapper(std::uint64_t address);
@@ -111,6 +121,15 @@ class ProcessImage {
   std::optional<unw_dyn_info_t> vdso_unwind_table_;
   std::vector<CodeRange> mpi_code_;
   std::optional<std::uint64_t> thread_multiple_address_;
+  struct Python {
+    CPythonLayout layout;
+    std::uint64_t runtime = 0;  // _PyRuntime
+    std::string path;           // the file that defines it
+    std::uint64_t inode = 0;
+  };
+  std::optional<Python> python_;
+  void find_python();
+  ReadMemory remote_reader() const;
   unw_addr_space_t copy_space_ = nullptr;
   unw_addr_space_t ptrace_space_ = nullptr;
   void* upt_ = nullptr;

@@ -357,6 +357,7 @@ namespace {
 // The thread that decides a rank's state (the first found in MPI, else the first sampled), and
 // whether some other thread could not be unwound.
 struct Deciding {
+  os::Tid tid{0};
   std::optional<Unwound> unwound;
   std::optional<Classification> decision;
   bool unknown = false;
@@ -380,12 +381,14 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     if (options.path == SamplePath::Bare) continue;
     const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
     if (c.state == stats::RankState::InMpi) {
+      deciding.tid = tid;
       deciding.unwound = std::move(thread.unwound);
       deciding.decision = c;
       break;  // one thread in MPI decides
     }
     deciding.unknown |= c.state == stats::RankState::Unknown;
     if (!deciding.unwound) {
+      deciding.tid = tid;
       deciding.unwound = std::move(thread.unwound);
       deciding.decision = c;
     }
@@ -394,8 +397,8 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
 }
 
 // The rank's state, MPI call, path signature and (when asked) named frames, from its deciding thread.
-void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwound, const Classification& decision,
-                   bool other_unknown, const SampleOptions& options) {
+void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const Unwound& unwound,
+                   const Classification& decision, bool other_unknown, const SampleOptions& options) {
   sample.state = decision.state;
   if (sample.state == stats::RankState::OutMpi && other_unknown) {
     sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
@@ -414,17 +417,22 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
   // Without the vdso's unwind table (its image could not be read) the frames past a pc there
   // (clock_gettime, often, in a timed loop) are guesses, so the path of such a sample stays
   // unknown rather than a made-up one.
+  // A Python rank's place is its Python stack (python_stack.h), read now that it runs again.
+  const std::vector<PythonFrame> python_frames =
+      image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
   const bool guessed_frames =
       !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]) && !image.vdso_unwind_table();
   if (!guessed_frames) {
     // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
     ProcessImage* in = &image;
+    const std::uint64_t python = python_place(python_frames);
     sample.path = path_signature(
         unwound.frames, unwound.complete, {sample.state, decision.entry_frame}, sample.mpi_function,
         [in](std::uint64_t address) { return in->function_start(address); },
         [in](std::uint64_t address) { return in->in_c_runtime(address); },
         [in](std::uint64_t address) { return in->in_mpi_wrapper(address); },
-        [in](std::uint64_t address) { return in->in_openmp_runtime(address); });
+        [in](std::uint64_t address) { return in->in_openmp_runtime(address); },
+        [in](std::uint64_t address) { return in->in_python_interpreter(address); }, python);
   }
   if (!options.frames) return;
   for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
@@ -436,6 +444,22 @@ void describe_rank(RankSample& sample, ProcessImage& image, const Unwound& unwou
                             [&](const CodeRange& code) { return code.contains(looked_up); });
     sample.frames.push_back(std::move(frame));
   }
+  if (python_frames.empty()) return;
+  sample.frames = interleave_python_frames(
+      std::move(sample.frames), python_frames,
+      [&](const SampledFrame& frame) {
+        return frame.function == "_PyEval_EvalFrameDefault" && image.in_python_interpreter(frame.address);
+      },
+      [&](std::size_t i) {
+        const PythonFrame& python = python_frames[i];
+        SampledFrame frame;
+        frame.function = image.describe_python(python);
+        if (frame.function.empty()) frame.function = "?? (Python)";
+        frame.module = "Python";
+        frame.offset =
+            python.instruction != 0 ? python.instruction - python.code : 0;  // orders two calls in one function
+        return frame;
+      });
 }
 
 }  // namespace
@@ -464,7 +488,7 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
 
   const Deciding deciding = sample_threads(*image, pid, threads, options, sample);
   if (!sample.failure && options.path != SamplePath::Bare && deciding.decision) {
-    describe_rank(sample, *image, *deciding.unwound, *deciding.decision, deciding.unknown, options);
+    describe_rank(sample, *image, deciding.tid, *deciding.unwound, *deciding.decision, deciding.unknown, options);
   }
   sample.monitor_cpu = thread_cpu_now() - cpu_begin;
   return sample;

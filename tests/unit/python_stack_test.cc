@@ -1,0 +1,269 @@
+// The Python stack reader (python_stack.h) on made-up interpreter memory, its line table decoder on
+// a table CPython 3.11 made, and the path signature of Python ranks.
+#include "sampler/python_stack.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "sampler/classify.h"
+#include "sampler/path_signature.h"
+
+namespace parastack::sampler {
+namespace {
+
+const CPythonLayout kLayout = *cpython_layout(0x030b02f0);
+
+// Sparse memory: words and bytes at addresses; everything else unreadable.
+class FakeMemory {
+ public:
+  void word(std::uint64_t address, std::uint64_t value) { put(address, &value, sizeof value); }
+  void byte(std::uint64_t address, std::uint8_t value) { put(address, &value, 1); }
+  void put(std::uint64_t address, const void* data, std::size_t length) {
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    for (std::size_t i = 0; i < length; ++i) memory_[address + i] = bytes[i];
+  }
+  void forget(std::uint64_t address) { memory_.erase(address); }
+  ReadMemory reader() const {
+    return [this](std::uint64_t address, void* buffer, std::size_t length) {
+      auto* out = static_cast<std::uint8_t*>(buffer);
+      for (std::size_t i = 0; i < length; ++i) {
+        const auto it = memory_.find(address + i);
+        if (it == memory_.end()) return false;
+        out[i] = it->second;
+      }
+      return true;
+    };
+  }
+
+ private:
+  std::map<std::uint64_t, std::uint8_t> memory_;
+};
+
+constexpr std::uint64_t kRuntime = 0x10000, kInterpreter = 0x20000, kThreadA = 0x30000, kThreadB = 0x31000,
+                        kCFrameB = 0x32000;
+
+// An interpreter with two threads (tids 101 and 202); thread 202 runs `frames` (code, instruction
+// offset past the code's first instruction or -1 for one being set up, entry), innermost first.
+struct Frame {
+  std::uint64_t code;
+  long instruction_offset;
+  bool entry;
+};
+FakeMemory interpreter_running(const std::vector<Frame>& frames) {
+  FakeMemory m;
+  m.word(kRuntime + kLayout.runtime_interpreters_head, kInterpreter);
+  m.word(kInterpreter + kLayout.interpreter_threads_head, kThreadA);
+  m.word(kThreadA + kLayout.thread_native_id, 101);
+  m.word(kThreadA + kLayout.thread_next, kThreadB);
+  m.word(kThreadB + kLayout.thread_native_id, 202);
+  m.word(kThreadB + kLayout.thread_next, 0);
+  m.word(kThreadB + kLayout.thread_cframe, kCFrameB);
+  std::uint64_t frame = 0x40000;
+  m.word(kCFrameB + kLayout.cframe_current_frame, frames.empty() ? 0 : frame);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const std::vector<std::uint8_t> zeros(0x100);
+    m.put(frame, zeros.data(), zeros.size());
+    const std::uint64_t first = frames[i].code + kLayout.code_instructions;
+    m.word(frame + kLayout.frame_code, frames[i].code);
+    m.word(frame + kLayout.frame_last_instruction,
+           frames[i].instruction_offset < 0 ? first - 2 : first + frames[i].instruction_offset);
+    m.byte(frame + kLayout.frame_is_entry, frames[i].entry ? 1 : 0);
+    const std::uint64_t next = i + 1 < frames.size() ? frame + 0x100 : 0;
+    m.word(frame + kLayout.frame_previous, next);
+    frame = next;
+  }
+  return m;
+}
+
+TEST(PythonStack, OnlyCPython311IsRead) {
+  EXPECT_TRUE(cpython_layout(0x030b02f0));   // 3.11.2, Debian 12's
+  EXPECT_TRUE(cpython_layout(0x030b07f0));   // 3.11.7
+  EXPECT_FALSE(cpython_layout(0x030a0df0));  // 3.10: other structures
+  EXPECT_FALSE(cpython_layout(0x030c01f0));  // 3.12: other structures
+}
+
+TEST(PythonStack, TheThreadsFramesAreReadInnermostFirst) {
+  const auto memory = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}, {0xc000, 6, true}});
+  const auto frames = read_python_stack(memory.reader(), kLayout, kRuntime, 202);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].code, 0xa000u);
+  EXPECT_EQ(frames[0].instruction, 0xa000u + kLayout.code_instructions + 10);
+  EXPECT_FALSE(frames[0].entry);
+  EXPECT_EQ(frames[1].code, 0xb000u);
+  EXPECT_TRUE(frames[1].entry);
+  EXPECT_EQ(frames[2].code, 0xc000u);
+  // Thread 101 runs no Python (no frame); a thread the interpreter does not know has no stack.
+  EXPECT_TRUE(read_python_stack(memory.reader(), kLayout, kRuntime, 303).empty());
+}
+
+TEST(PythonStack, AnUnreadableLinkGivesNoStackRatherThanAPartOfOne) {
+  auto memory = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}});
+  for (int i = 0; i < 8; ++i) memory.forget(0x40000 + kLayout.frame_previous + i);
+  EXPECT_TRUE(read_python_stack(memory.reader(), kLayout, kRuntime, 202).empty());
+  EXPECT_TRUE(read_python_stack(memory.reader(), kLayout, kRuntime + 8, 202).empty());  // not _PyRuntime
+}
+
+TEST(PythonStack, AChainThatLoopsEndsAtTheBound) {
+  auto memory = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}});
+  memory.word(0x40100 + kLayout.frame_previous, 0x40000);  // torn: the outer frame points back in
+  EXPECT_TRUE(read_python_stack(memory.reader(), kLayout, kRuntime, 202).empty());
+}
+
+TEST(PythonStack, TheInnermostFunctionIsThePlaceWhereverItsLoopIs) {
+  const auto at = [](long offset) {
+    const auto memory = interpreter_running({{0xa000, offset, false}, {0xb000, 40, true}});
+    return python_place(read_python_stack(memory.reader(), kLayout, kRuntime, 202));
+  };
+  EXPECT_NE(at(10), 0u);
+  EXPECT_EQ(at(10), at(24));  // a spin in one function
+  // The caller's call is part of the place: the same function called from elsewhere is elsewhere.
+  const auto other_call = interpreter_running({{0xa000, 10, false}, {0xb000, 52, true}});
+  EXPECT_NE(at(10), python_place(read_python_stack(other_call.reader(), kLayout, kRuntime, 202)));
+  // Another function is another place.
+  const auto other_function = interpreter_running({{0xd000, 10, false}, {0xb000, 40, true}});
+  EXPECT_NE(at(10), python_place(read_python_stack(other_function.reader(), kLayout, kRuntime, 202)));
+}
+
+TEST(PythonStack, AFrameBeingSetUpIsNotAPlaceYet) {
+  const auto memory = interpreter_running({{0xe000, -1, true}, {0xa000, 10, false}, {0xb000, 40, true}});
+  const auto frames = read_python_stack(memory.reader(), kLayout, kRuntime, 202);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].instruction, 0u);
+  const auto without = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}});
+  EXPECT_EQ(python_place(frames), python_place(read_python_stack(without.reader(), kLayout, kRuntime, 202)));
+  EXPECT_EQ(python_place({}), 0u);
+}
+
+TEST(PythonStack, FramesAreNamedWithTheLineOfTheirLastInstruction) {
+  auto memory = interpreter_running({{0xa000, 10, false}});
+  const auto ascii = [&](std::uint64_t object, const std::string& text) {
+    memory.word(object + kLayout.ascii_length, text.size());
+    memory.put(object + kLayout.ascii_state, "\x64\0\0\0", 4);  // compact (bit 5), ascii (bit 6)
+    memory.put(object + kLayout.ascii_data, text.data(), text.size());
+  };
+  ascii(0x50000, "Solver.relax");
+  ascii(0x51000, "solver.py");
+  memory.word(0xa000 + kLayout.code_qualified_name, 0x50000);
+  memory.word(0xa000 + kLayout.code_file_name, 0x51000);
+  const std::int32_t first_line = 40;
+  memory.put(0xa000 + kLayout.code_first_line, &first_line, sizeof first_line);
+  const PythonFrame frame{.code = 0xa000, .instruction = 0xa000 + kLayout.code_instructions + 10};
+  // No line table readable: the function's first line.
+  EXPECT_EQ(describe_python_frame(memory.reader(), kLayout, frame), "Solver.relax (solver.py:40)");
+  // Units 0-3 on line 40, units 4-7 two lines down (short and one-line forms).
+  const std::uint8_t table[] = {0x80 | (0 << 3) | 3, 0, 0x80 | (12 << 3) | 3, 0, 4};
+  memory.word(0x52000 + kLayout.bytes_size, sizeof table);
+  memory.put(0x52000 + kLayout.bytes_data, table, sizeof table);
+  memory.word(0xa000 + kLayout.code_line_table, 0x52000);
+  EXPECT_EQ(describe_python_frame(memory.reader(), kLayout, frame), "Solver.relax (solver.py:42)");  // unit 5
+  // A name that is not a compact ASCII string is not read.
+  memory.put(0x50000 + kLayout.ascii_state, "\x20\0\0\0", 4);
+  EXPECT_EQ(describe_python_frame(memory.reader(), kLayout, frame), "");
+}
+
+// CPython 3.11.2's own table for
+//   def sample(n):                  (line 1)
+//       total = 0
+//       for i in range(n):
+//           if i % 3 == 0:
+//               total += i
+//                                   (a blank line)
+//           else:
+//               total -= 1
+//       return total
+// and the line of every code unit, as its co_positions() gives them.
+TEST(PythonStack, LinesAreCPythonsOwn) {
+  const std::vector<std::uint8_t> table{
+      128, 0,  216, 12, 13,  128, 69, 221, 13,  18,  144, 49,  137, 88,  140, 88,  240, 0,   5,  5,  23,  240, 0,   5,
+      5,   23, 136, 1,  216, 11,  12, 136, 113, 137, 53,  144, 65,  138, 58,  136, 58,  216, 12, 17, 144, 81,  137, 74,
+      136, 69, 136, 69, 240, 6,   0,  13,  18,  144, 81,  137, 74,  136, 69,  136, 69,  216, 11, 16, 128, 76};
+  std::vector<int> expected(43);
+  for (int unit = 0; unit < 43; ++unit) {
+    expected[unit] = unit == 0    ? 1
+                     : unit <= 2  ? 2
+                     : unit <= 19 ? 3
+                     : unit <= 28 ? 4
+                     : unit <= 34 ? 5
+                     : unit <= 40 ? 8
+                                  : 9;
+  }
+  for (int unit = 0; unit < 43; ++unit) EXPECT_EQ(python_line(table, 1, unit), expected[unit]) << "unit " << unit;
+  EXPECT_EQ(python_line(table, 1, 43), std::nullopt);                           // past the table
+  EXPECT_EQ(python_line(std::vector<std::uint8_t>{0x05}, 1, 0), std::nullopt);  // not an entry
+}
+
+TEST(PythonStack, PythonFramesGoInsideTheInterpreterRunThatRunsThem) {
+  // C frames, innermost first: a builtin, the inner run, a C call, the outer run, main.
+  const std::vector<std::string> c{"long_add", "eval#1", "sorted", "eval#2", "main"};
+  const std::vector<PythonFrame> python{{.code = 1, .instruction = 9, .entry = false},
+                                        {.code = 2, .instruction = 9, .entry = true},
+                                        {.code = 3, .instruction = 9, .entry = false},
+                                        {.code = 4, .instruction = 9, .entry = true}};
+  const auto merged = interleave_python_frames(
+      c, python, [](const std::string& f) { return f.starts_with("eval"); },
+      [&](std::size_t i) { return "py" + std::to_string(python[i].code); });
+  EXPECT_EQ(merged,
+            (std::vector<std::string>{"long_add", "py1", "py2", "eval#1", "sorted", "py3", "py4", "eval#2", "main"}));
+  // A torn read with more Python than runs: the C frames all stay.
+  const auto few = interleave_python_frames(
+      std::vector<std::string>{"eval#1", "main"}, python, [](const std::string& f) { return f.starts_with("eval"); },
+      [&](std::size_t i) { return "py" + std::to_string(python[i].code); });
+  EXPECT_EQ(few, (std::vector<std::string>{"py1", "py2", "eval#1", "main"}));
+}
+
+// The path signature of a Python rank: the interpreter's C functions are not places, its Python
+// stack is; an extension's C frames and the MPI call still count.
+const std::vector<CodeRange> kMpi{{0x7000, 0x8000}};
+constexpr CodeRange kEval{0x1000, 0x1800}, kLongAdd{0x1800, 0x1900}, kDictLookup{0x1900, 0x1a00},
+    kPyMain{0x1a00, 0x1b00}, kNumpyKernel{0x5000, 0x5100}, kMpi4pyRecv{0x6000, 0x6100};
+constexpr std::uint64_t kMainCallsEval = 0x1a40, kEvalCallsAdd = 0x1100, kEvalCallsLookup = 0x1200,
+                        kEvalCallsKernel = 0x1300, kEvalCallsMpi4py = 0x1400, kMpi4pyCallsMpi = 0x6040;
+
+std::optional<std::uint64_t> start_of(std::uint64_t address) {
+  for (const auto& f : {kEval, kLongAdd, kDictLookup, kPyMain, kNumpyKernel, kMpi4pyRecv}) {
+    if (f.contains(address)) return f.start;
+  }
+  return std::nullopt;
+}
+bool in_interpreter(std::uint64_t address) { return address >= 0x1000 && address < 0x2000; }
+
+std::uint64_t signature(const std::vector<std::uint64_t>& frames, std::uint64_t python_place,
+                        std::string_view mpi_function = "") {
+  return path_signature(frames, true, classify_by_address(frames, true, kMpi), mpi_function, start_of, {}, {}, {},
+                        in_interpreter, python_place);
+}
+
+TEST(PythonStack, ASpinInOnePythonFunctionIsOnePlaceWhicheverCFunctionRunsIt) {
+  const std::uint64_t spin = 0x1234, elsewhere = 0x5678;
+  const auto in_add = signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, spin);
+  const auto in_lookup = signature({kDictLookup.start + 4, kEvalCallsLookup, kMainCallsEval}, spin);
+  const auto in_eval = signature({kEval.start + 0x500, kMainCallsEval}, spin);
+  EXPECT_NE(in_add, 0u);
+  EXPECT_EQ(in_add, in_lookup);
+  EXPECT_EQ(in_add, in_eval);
+  EXPECT_NE(in_add, signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, elsewhere));
+  // Without the Python stack (unreadable, another CPython) the C frames are the place, as before.
+  EXPECT_NE(signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, 0),
+            signature({kDictLookup.start + 4, kEvalCallsLookup, kMainCallsEval}, 0));
+}
+
+TEST(PythonStack, AnExtensionsKernelAndTheMpiCallStillCount) {
+  const std::uint64_t place = 0x1234;
+  const auto in_kernel = signature({kNumpyKernel.start + 8, kEvalCallsKernel, kMainCallsEval}, place);
+  EXPECT_NE(in_kernel, signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, place));
+  const auto in_recv =
+      signature({0x7100, 0x7400, kMpi4pyCallsMpi, kEvalCallsMpi4py, kMainCallsEval}, place, "MPI_Recv");
+  const auto in_send =
+      signature({0x7100, 0x7400, kMpi4pyCallsMpi, kEvalCallsMpi4py, kMainCallsEval}, place, "MPI_Send");
+  EXPECT_NE(in_recv, 0u);
+  EXPECT_NE(in_recv, in_send);
+  // The Python line that called comm.recv tells two receives of one program apart.
+  EXPECT_NE(in_recv,
+            signature({0x7100, 0x7400, kMpi4pyCallsMpi, kEvalCallsMpi4py, kMainCallsEval}, 0x9abc, "MPI_Recv"));
+}
+
+}  // namespace
+}  // namespace parastack::sampler
