@@ -14,7 +14,8 @@
 #     hpccinf.txt written here) and, when asked (--apps cp2k:4), Debian's cp2k (bench/app_inputs.sh:
 #     DFT molecular dynamics, deep Fortran stacks) or our hybrid MPI + OpenMP code (--apps openmp:2,
 #     tests/programs/ps_openmp.c, 2 threads a rank, whose spin is its own bug: a parallel region
-#     repeated for ever), the same faults through LD_PRELOAD, at each time of
+#     repeated for ever) or our mpi4py ring (--apps mpi4py:4, tests/programs/ps_ring.py, Debian's
+#     python3: its faults are its own, in Python), the same faults through LD_PRELOAD, at each time of
 #     APP_FAULT_TIMES (a number, or LO-HI for a uniform random time). APP_RUNS runs per (program,
 #     kind, time).
 #     Per run of 2 and 3: ranks, kind, rank, fault time, verdict, hang type, faulty ranks, delay
@@ -55,7 +56,7 @@
 #   --kinds "K ..."           FAULT_KINDS          2, 3: fault kinds                    "spin sleep deadlock"
 #   --app-runs N              APP_RUNS             3: runs per (program, kind, time) (0 skips)  1
 #   --apps "P:R ..."          APPS                 3: program:ranks, program one of melt, peptide, hpcc,
-#                                                  cp2k, openmp
+#                                                  cp2k, openmp, mpi4py
 #                                                  "melt:4 melt:8 peptide:4 peptide:8 hpcc:4"
 #   --app-fault-times "T ..." APP_FAULT_TIMES      3: fault times, seconds (T or LO-HI)  "5 60-90"
 #   --stall-kinds "K ..."     STALL_KINDS          5: stall, kernel, serial, serial-fill "stall kernel"
@@ -63,7 +64,7 @@
 #   --stall-at S              STALL_AT             5: when, after the first MPI call     20
 #   --healthy-minutes M       HEALTHY_MINUTES      4: minutes per healthy run (0 skips)  10
 #   --healthy "P:R ..."       HEALTHY              4: program:ranks, program one of melt, peptide,
-#                                                  heat, ps_poller, hpcc, cp2k, openmp
+#                                                  heat, ps_poller, hpcc, cp2k, openmp, mpi4py
 #                                                  "melt:4 peptide:4 heat:4 ps_poller:4 hpcc:4"
 #   --detect-timeout S        DETECT_TIMEOUT       2, 3: seconds after the fault time before a run
 #                                                  is ended and counted missed          300
@@ -272,8 +273,11 @@ available() {  # PROGRAM SECTION: whether this machine can run it in SECTION (sa
     hpcc) command -v hpcc >/dev/null || { echo "hpcc: not installed (apt-get install hpcc)"; return 1; } ;;
     cp2k) command -v cp2k.psmp >/dev/null || { echo "cp2k: not installed (apt-get install cp2k)"; return 1; } ;;
     openmp) [ -x "$programs/ps_openmp" ] || { echo "openmp: $programs/ps_openmp is not built"; return 1; } ;;
-    heat | ps_poller) [ "$2" = healthy ] || { echo "$1: no fault runs of it (--apps takes melt, peptide, hpcc, cp2k, openmp)"; return 1; } ;;
-    *) echo "$1: no such program (melt, peptide, hpcc, cp2k, openmp; and heat, ps_poller for --healthy)"; return 1 ;;
+    mpi4py)
+      [ -r "$programs/ps_ring.py" ] || { echo "mpi4py: $programs/ps_ring.py is not in the build"; return 1; }
+      /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || { echo "mpi4py: not installed (apt-get install python3-mpi4py)"; return 1; } ;;
+    heat | ps_poller) [ "$2" = healthy ] || { echo "$1: no fault runs of it (--apps takes melt, peptide, hpcc, cp2k, openmp, mpi4py)"; return 1; } ;;
+    *) echo "$1: no such program (melt, peptide, hpcc, cp2k, openmp, mpi4py; and heat, ps_poller for --healthy)"; return 1 ;;
   esac
 }
 
@@ -454,6 +458,9 @@ if section apps && [ "$APP_RUNS" -gt 0 ]; then
               job=(mpirun --oversubscribe -np "$ranks" "${fault[@]}" -x OMP_NUM_THREADS=2 "$programs/ps_openmp"
                    "$((limit + 60))")
               [ "$kind" = spin ] && job+=(--bug-rank "$rank" --bug-after "$at") ;;
+            mpi4py)
+              # Every fault is its own (the ring's spin, sleep and deadlock modes, in Python).
+              job=(mpirun --oversubscribe -np "$ranks" /usr/bin/python3 "$programs/ps_ring.py" "$kind" "$at" "$rank") ;;
             *) echo "unknown program $program" >&2; exit 2 ;;
           esac
           watch "app$run" "$limit" "$dir" "${job[@]}"
@@ -492,6 +499,7 @@ if section healthy && awk -v m="$HEALTHY_MINUTES" 'BEGIN {exit !(m > 0)}'; then
         job=(mpirun --oversubscribe -np "$ranks" -x OMP_NUM_THREADS=1 cp2k.psmp -i md.inp -o cp2k.out) ;;
       ps_poller) job=(mpirun --oversubscribe -np "$ranks" "$programs/ps_poller" "$seconds") ;;
       openmp) job=(mpirun --oversubscribe -np "$ranks" -x OMP_NUM_THREADS=2 "$programs/ps_openmp" "$seconds") ;;
+      mpi4py) job=(mpirun --oversubscribe -np "$ranks" /usr/bin/python3 "$programs/ps_ring.py" healthy "$seconds") ;;
       # hpcc runs a few minutes: again and again, one MPI program after another, until the time is up.
       hpcc)
         hpcc_input "$ranks" "$dir"

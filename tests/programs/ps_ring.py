@@ -5,15 +5,18 @@ process's global scope, where a PMPI tool preloaded with LD_PRELOAD first looks 
 
     ps_ring.py healthy SECONDS   ring exchanges and a global sum, for SECONDS; rank 0 prints
                                  "ring ok ITERATIONS" and every rank exits 0
-    ps_ring.py deadlock AFTER    the same, then after AFTER seconds rank 1 waits for a message
-                                 (tag 4711) that rank 0 never sends, and the others wait for
-                                 rank 1 in MPI_Barrier, for ever
-    ps_ring.py spin AFTER        the same, then after AFTER seconds rank 1's solve stops
-                                 converging: it loops for ever in Python (in converge()), and
-                                 the others wait for it in MPI_Allreduce
+    ps_ring.py deadlock AFTER [RANK]
+                                 the same, then after AFTER seconds rank RANK (default 1) waits
+                                 for a message (tag 4711) that its right neighbour never sends,
+                                 and the others wait for it in MPI_Barrier, for ever
+    ps_ring.py spin AFTER [RANK] the ring, until after AFTER seconds rank RANK's solve stops
+                                 converging: it loops for ever in Python (in converge()), and the
+                                 others wait for it in MPI_Allreduce
+    ps_ring.py sleep AFTER [RANK]
+                                 the same, but rank RANK sleeps for ever (time.sleep)
 
-With PS_READY_DIR set, each rank writes rank.N (its pid) there once MPI is up, and rank 1 writes
-fault.1 as its spin begins (tests/programs/ready_file.h).
+With PS_READY_DIR set, each rank writes rank.N (its pid) there once MPI is up, and the faulty rank
+writes fault.RANK as its fault begins (tests/programs/ready_file.h).
 """
 import os
 import sys
@@ -42,19 +45,23 @@ def converge(x):
 
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
+    faulty = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     right, left = (rank + 1) % size, (rank - 1) % size
     write_ready_file("rank.%d" % rank)
+    # A spinning or sleeping job ends only when it is killed: no rank may leave before the fault.
+    end = seconds if mode in ("healthy", "deadlock") else float("inf")
     start = time.monotonic()
     iterations = 0
     while True:
-        if mode == "spin" and rank == 1 and time.monotonic() - start >= seconds:
-            write_ready_file("fault.1")
-            converge(iterations)
+        if mode in ("spin", "sleep") and rank == faulty and time.monotonic() - start >= seconds:
+            write_ready_file("fault.%d" % rank)
+            if mode == "spin":
+                converge(iterations)
+            time.sleep(1e9)
         # Everyone agrees on when to stop, so that all leave the loop at the same iteration.
-        # (A spinning job ends only when it is killed: no rank may leave before rank 1 spins.)
-        done = comm.allreduce(1 if mode != "spin" and time.monotonic() - start >= seconds else 0, op=MPI.MAX)
+        done = comm.allreduce(1 if time.monotonic() - start >= end else 0, op=MPI.MAX)
         if done:
             break
         sink = sum(i * i for i in range(2000))  # a little work outside MPI
@@ -63,8 +70,9 @@ def main():
         request.wait()
         iterations += 1
     if mode == "deadlock":
-        if rank == 1:
-            comm.recv(source=0, tag=4711)
+        if rank == faulty:
+            write_ready_file("fault.%d" % rank)
+            comm.recv(source=right, tag=4711)
         comm.Barrier()
     elif rank == 0:
         print("ring ok", iterations, flush=True)

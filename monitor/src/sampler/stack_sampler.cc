@@ -414,12 +414,12 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
     const std::size_t i = *decision.entry_frame;
     sample.mpi_function = image.describe(unwound.frames[i] - (i > 0 ? 1 : 0)).function;
   }
-  // Without the vdso's unwind table (its image could not be read) the frames past a pc there
-  // (clock_gettime, often, in a timed loop) are guesses, so the path of such a sample stays
-  // unknown rather than a made-up one.
   // A Python rank's place is its Python stack (python_stack.h), read now that it runs again.
   const std::vector<PythonFrame> python_frames =
       image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
+  // Without the vdso's unwind table (its image could not be read) the frames past a pc there
+  // (clock_gettime, often, in a timed loop) are guesses, so the path of such a sample stays
+  // unknown rather than a made-up one.
   const bool guessed_frames =
       !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]) && !image.vdso_unwind_table();
   if (!guessed_frames) {
