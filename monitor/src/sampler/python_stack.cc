@@ -31,9 +31,9 @@ std::optional<std::string> read_ascii(const ReadMemory& read, const CPythonLayou
 }  // namespace
 
 std::optional<CPythonLayout> cpython_layout(std::uint32_t version) {
-  // 3.11.x: from Include/internal/pycore_{runtime,interp,frame}.h and cpython/code.h, x86-64;
-  // the same for every micro release (PythonStack.TheLayoutIsCPythonsOwn checks them against the
-  // installed headers).
+  // 3.11.x, x86-64: offsetof in Include/internal/pycore_{runtime,interp,frame}.h and cpython/code.h,
+  // the same in 3.11.2 (Debian 12) and 3.11.7 (pyenv). A real interpreter read through them
+  // (SampledPath.ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) names its frames right.
   if ((version >> 16) == 0x030b) {
     return CPythonLayout{.runtime_interpreters_head = 40,
                          .interpreter_threads_head = 16,

@@ -6,8 +6,8 @@
 // `while True`, ran 6 minutes unfound). The Python stack is the place, as the source reads.
 //
 // Pure: the walk reads memory through a callback, so it is unit-tested on a made-up image. Only
-// CPython 3.11 (Debian 12's python3) is read: its frame layout is the one checked against the
-// interpreter's own headers (tests). Other versions are not read, and their ranks keep their C
+// CPython 3.11 (Debian 12's python3) is read: its offsets were taken from its own headers, and a
+// test reads a real interpreter through them. Other versions are not read, and their ranks keep their C
 // places (a spin in Python is then left to the S model).
 #pragma once
 
