@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -193,6 +194,17 @@ TEST(PythonStack, LinesAreCPythonsOwn) {
   for (int unit = 0; unit < 43; ++unit) EXPECT_EQ(python_line(table, 1, unit), expected[unit]) << "unit " << unit;
   EXPECT_EQ(python_line(table, 1, 43), std::nullopt);                           // past the table
   EXPECT_EQ(python_line(std::vector<std::uint8_t>{0x05}, 1, 0), std::nullopt);  // not an entry
+  // A torn or foreign table whose line deltas run past int: no line, and no overflow (UBSan).
+  std::vector<std::uint8_t> huge;
+  for (int entry = 0; entry < 3; ++entry) {
+    huge.push_back(0x80 | (13 << 3));  // no-column form: a signed varint line delta
+    std::uint32_t value = 0x7ffffffe;  // + 2^30 - 1
+    for (; value >= 64; value >>= 6) huge.push_back(static_cast<std::uint8_t>(64 | (value & 63)));
+    huge.push_back(static_cast<std::uint8_t>(value));
+  }
+  EXPECT_EQ(python_line(huge, 1, 0), 1 + 0x3fffffff);
+  EXPECT_EQ(python_line(huge, 1, 1), std::numeric_limits<int>::max());  // 1 + 2 (2^30 - 1)
+  EXPECT_EQ(python_line(huge, 1, 2), std::nullopt);
 }
 
 TEST(PythonStack, PythonFramesGoInsideTheInterpreterRunThatRunsThem) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 
 #include "parastack/stats/random.h"
 
@@ -117,7 +118,9 @@ std::optional<int> python_line(std::span<const std::uint8_t> table, int first_li
     if (!value) return std::nullopt;
     return (*value & 1) ? -static_cast<int>(*value >> 1) : static_cast<int>(*value >> 1);
   };
-  int line = first_line;
+  // 64 bits: the deltas of a torn or foreign table must not overflow (a line out of int's range is
+  // no line).
+  std::int64_t line = first_line;
   std::uint64_t start = 0;
   while (at < table.size()) {
     const std::uint8_t head = table[at++];
@@ -141,7 +144,8 @@ std::optional<int> python_line(std::span<const std::uint8_t> table, int first_li
     } else {  // short form: same line, one column byte
       at += 1;
     }
-    if (unit < start + length) return has_line ? std::optional(line) : std::nullopt;
+    if (line < 0 || line > std::numeric_limits<int>::max()) return std::nullopt;
+    if (unit < start + length) return has_line ? std::optional(static_cast<int>(line)) : std::nullopt;
     start += length;
   }
   return std::nullopt;
