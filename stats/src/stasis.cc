@@ -284,7 +284,9 @@ void StasisModel::step_active(const Observation& o) {
       active_run_beside_waiters_ = false;
       active_run_all_in_mpi_ = true;
       active_run_counted_ = previous_active_counted_;
+      active_run_readable_ = o.n;
     }
+    active_run_readable_ = std::min(active_run_readable_, o.n);
     // For the whole run: a waiting rank that could not be read once still waits.
     active_run_beside_waiters_ |= beside_waiters(o);
     active_run_all_in_mpi_ &= o.active_out == 0;
@@ -292,11 +294,16 @@ void StasisModel::step_active(const Observation& o) {
     active_run_.push_back(o.t);
   } else {
     // The run ended by itself: healthy stillness, learned by the guard and the longest-run term.
+    // Unless fewer of its ranks could be read at its end (ranks ending: a job killed from outside),
+    // which ends it all the same (the safe side) but shows no rank leaving: a job that never moved
+    // must not become judgeable in its last moments (a job hung at its first MPI call and then
+    // killed was "watched" for its last 0.14 s, 2026-12-05).
+    const bool seen_leaving = active_run_.empty() || (o.active_path != 0 && o.n >= active_run_readable_);
     if (!active_run_.empty()) longest_active_run_ = std::max(longest_active_run_, o.t - active_onset_);
     for (std::size_t i = 0; i < active_run_.size(); ++i) add_link(true);
-    known_observations_ += active_run_.size();
+    known_observations_ += seen_leaving ? active_run_.size() : 0;
     active_run_.clear();
-    known_observations_ += o.active_path != 0 ? 1 : 0;
+    known_observations_ += o.active_path != 0 && seen_leaving ? 1 : 0;
     // A link joins two observations with active ranks, however many others lie between: in a code
     // that mostly polls, few observations have an active rank, and a change across a gap is movement.
     if (active && last_active_ != 0) add_link(false);

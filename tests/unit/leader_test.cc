@@ -42,6 +42,10 @@ struct Program {
   bool hangs = true;
   int ends_at_check = 0;  // 0: never ends by itself while hung
   double held_for = 0;
+  // > 0: every rank stands in MPI_Recv from the start (a deadlock at the first MPI call) until it
+  // is killed from outside at killed_at: ranks 0 and 1 end first, the others 0.5 s later, and the
+  // program is gone at healthy_for.
+  double killed_at = 0;
 };
 
 class ScriptedWorker final : public node::NodeWorker {
@@ -130,6 +134,10 @@ class ScriptedWorker final : public node::NodeWorker {
   stats::RankSnapshot state_of(int rank) {
     if (gone() || held_now()) return {};  // a gone or held rank cannot be sampled
     const double t = age();
+    if (program().killed_at > 0) {
+      if (t >= program().killed_at + 0.5 || (t >= program().killed_at && rank < 2)) return {};
+      return {stats::RankState::InMpi, "MPI_Recv", 0x2000 + static_cast<std::uint64_t>(rank)};
+    }
     if (program().hangs && t >= program().healthy_for) {
       if (rank == 2) return {stats::RankState::OutMpi, {}, 0x1000};
       return {stats::RankState::InMpi, "MPI_Recv", 0x2000};
@@ -155,6 +163,7 @@ struct Led {
   int terminations = 0, notifications = 0;
   Clock::time_point terminated_at;
   std::string report_text, log;
+  RunReport report;  // as lead() left it (a program that ends unhung gets no report file)
   nlohmann::json json() const { return nlohmann::json::parse(report_text, nullptr, false); }
 };
 
@@ -179,8 +188,7 @@ void lead_scripted(
   };
   control.notify = [&led](const RunReport&) { ++led.notifications; };
   network::SoloMonitors monitors(worker, "scripted");
-  RunReport report;
-  led.outcome = lead(monitors, options, control, report, log);
+  led.outcome = lead(monitors, options, control, led.report, log);
   led.log = log_text.str();
   std::ifstream in(options.paths.json);
   led.report_text.assign(std::istreambuf_iterator<char>(in), {});
@@ -222,6 +230,25 @@ TEST(Leader, ScriptedProgramThatEndsUnderTheChecksIsReportedNotActedOn) {
     EXPECT_EQ(led.json()["action_taken"], "none: the program had ended before its ranks were checked");
     EXPECT_NE(led.log.find("no action: the program had ended"), std::string::npos) << led.log;
   }
+}
+
+// A program that stood still from its start is killed (a user's scancel of a test job hung at its
+// first MPI call): its last samples read fewer ranks, then none. That shows no rank moving: the
+// report says it was never watched, and why (CI, 2026-12-05: "watched" for its last 0.14 s; and the
+// last sample's nothing-read once made the reason "the call paths could not be read").
+TEST(Leader, ScriptedProgramStillFromItsStartAndKilledWasNeverWatched) {
+  testing::TempDir dir;
+  ScriptedWorker worker({{"a", 5, false, 0, 0, 4}});
+  Led led;
+  lead_scripted(worker, dir.path(), led);
+  EXPECT_EQ(led.outcome, Outcome::Ended) << led.log;
+  EXPECT_EQ(led.terminations, 0) << led.log;
+  EXPECT_NE(led.report.verdict, JobVerdict::Hang) << led.log;
+  const Coverage& coverage = led.report.coverage;
+  EXPECT_FALSE(coverage.ever_watched()) << led.log;
+  EXPECT_EQ(coverage.watched_seconds, 0.0) << led.log;
+  EXPECT_GT(coverage.unwatched_seconds, 4.0) << led.log;
+  EXPECT_NE(coverage.why_unwatched.find("have not shown movement yet"), std::string::npos) << coverage.why_unwatched;
 }
 
 // A debugger takes every rank while they are checked after a confirmed hang (a person looking at

@@ -325,6 +325,34 @@ TEST(Stasis, TheModelFreeRuleDoesNotApplyToAJobThatNeverMoved) {
   EXPECT_FALSE(d.early_fired);
 }
 
+// Nor once the job ends: a job still from its start (hung at its first MPI call) is killed, and its
+// last observations read fewer ranks, or none. Its run ends there (the safe side), but no rank was
+// seen leaving its place, so the job has still not shown that it moves (the report said it was
+// watched for its last 0.14 s: Run.AJobHungAtItsFirstMpiCallSaysWithinAMinuteThatItIsNotWatched,
+// 2026-12-05). A run whose ranks are all read elsewhere has ended by itself, as before.
+TEST(Stasis, ARunEndedByRanksThatCouldNotBeReadShowsNoMovement) {
+  const auto ended_by = [](std::vector<Observation> ending) {
+    Stream s;
+    for (int i = 0; i < 600; ++i) s.feed(7, 0);
+    StasisDecision d;
+    for (Observation& o : ending) {
+      s.t += 0.1;
+      o.t = s.t;
+      d = s.model.observe(o, 0);
+      EXPECT_FALSE(d.early_fired);
+    }
+    for (int i = 0; i < 5; ++i) d = s.feed(9, 0);  // a place never seen: judged only if it moved
+    return d.early_applies;
+  };
+  const Observation two_left{0, 0, 0, 2, 11, false, 11, 0, 2};  // two ranks ended, two read elsewhere
+  const Observation none_read{0, 0, 0, 0};
+  EXPECT_FALSE(ended_by({two_left}));
+  EXPECT_FALSE(ended_by({none_read, none_read, none_read, none_read, none_read}));
+  EXPECT_FALSE(ended_by({none_read, two_left, none_read}));
+  const Observation all_elsewhere{0, 0, 0, 4, 11, false, 11, 0, 4};
+  EXPECT_TRUE(ended_by({all_elsewhere})) << "a run its ranks were all seen to leave is movement";
+}
+
 // With the progress library every rank's count of completed MPI calls is part of its place, so a
 // loop around one MPI call site moves with every call it completes, and a set that stands still
 // from its first observation (a deadlock at the job's first MPI call) is judged after the rule's

@@ -61,8 +61,10 @@ bool account_coverage(Coverage& coverage, const stats::HangModel& model, const s
   }
   coverage.unwatched_seconds += span;
   // Paths that were read but never changed are held in one still run, not learned as pairs: they
-  // were read all the same.
-  const bool paths_read = st.pairs > 0 || st.known || st.early_streak > 0;
+  // were read all the same. A job's last observations, of ranks ending, read none: that is not why
+  // a job read for a minute was unwatched.
+  if (st.pairs > 0 || st.known || st.early_streak > 0) coverage.paths_read_at = d.observation.t;
+  const bool paths_read = coverage.paths_read_at && d.observation.t - *coverage.paths_read_at < kUnreadNotice;
   // Without MPI's own counts a job standing still from its start cannot be told from a loop around
   // one MPI call (stasis.h); say what would tell them apart.
   coverage.why_unwatched =

@@ -38,6 +38,7 @@ struct Coverage {
   std::optional<double> model_since;                  // ... the S model built
   double watched_seconds = 0, unwatched_seconds = 0;  // between samples, after the ranks were found
   std::string why_unwatched;                          // the latest reason, in words (empty when always watched)
+  std::optional<double> paths_read_at;                // the latest sample whose call paths were read (not reported)
   bool ever_watched() const { return stasis_since || model_since; }
 };
 

@@ -205,6 +205,7 @@ class StasisModel {
   bool active_run_beside_waiters_ = false;  // some ranks busy-waited beside its active ones
   bool active_run_all_in_mpi_ = true;       // none of its active ranks was outside MPI
   bool active_run_counted_ = false;         // it and the observation it began after were counted
+  int active_run_readable_ = 0;             // the fewest ranks classified in one of its observations
   bool previous_active_counted_ = false;
   // Observations in a row that may have been other ranks' steps out of their loops (observe_active).
   static constexpr std::size_t kMostExcursions = 3;
