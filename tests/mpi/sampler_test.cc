@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <variant>
 
@@ -1228,20 +1231,9 @@ TEST(SampledPath, ASpinThroughAnOpenMpRegionKeepsOnePath) {
   EXPECT_GT(in_runtime, 0);
 }
 
-// An mpi4py rank spinning in Python (tests/programs/ps_ring.py spin: rank 1 loops for ever in
-// converge()). Its C stack is the interpreter's, whose innermost function changes with the bytecode
-// it runs (the eval loop, integer arithmetic, an object's deallocation): before, 300 samples gave
-// 9 paths and the rank never looked still. Its Python stack (python_stack.h) is one place, and the
-// frames name the function and line, in the interpreter's run that executes them.
-TEST(SampledPath, ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) {
-  if (::access("/usr/lib/python3/dist-packages/mpi4py/__init__.py", R_OK) != 0)
-    GTEST_FAIL() << "mpi4py is not installed (packaging/bootstrap.sh test installs python3-mpi4py)";
-  testing::ChildProcess job(
-      {"mpirun", "--oversubscribe", "-np", "2", "/usr/bin/python3", test_program("ps_ring.py"), "spin", "0"},
-      testing::mpi_test_environment());
-  StackSampler sampler;
-  const os::Pid spinning = spinning_rank_one(job, sampler);
-  ASSERT_FALSE(HasFailure());
+// 300 samples of a process spinning in ps_ring.py's converge(), called from main(): one path, while
+// the interpreter's innermost C function changes; Python frames named, in the interpreter's run.
+void expect_one_path_through_python_spin(StackSampler& sampler, os::Pid spinning) {
   const SampleOptions with_frames{.frames = true};
   std::map<std::uint64_t, int> paths;
   std::set<std::string> innermost_c;
@@ -1269,10 +1261,50 @@ TEST(SampledPath, ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) {
   for (const auto& [path, count] : paths) seen += " " + std::to_string(count);
   EXPECT_EQ(paths.size(), 1u) << "samples per path:" << seen;
   EXPECT_FALSE(paths.contains(0));
-  // The case this test is about: the interpreter's C frames moved.
+  // The case this is about: the interpreter's C frames moved.
   std::string functions;
   for (const auto& f : innermost_c) functions += " " + f;
   EXPECT_GT(innermost_c.size(), 1u) << "innermost C functions:" << functions;
+}
+
+// An mpi4py rank spinning in Python (tests/programs/ps_ring.py spin: rank 1 loops for ever in
+// converge()). Its C stack is the interpreter's, whose innermost function changes with the bytecode
+// it runs (the eval loop, integer arithmetic, an object's deallocation): before, 300 samples gave
+// 9 paths and the rank never looked still. Its Python stack (python_stack.h) is one place, and the
+// frames name the function and line, in the interpreter's run that executes them.
+TEST(SampledPath, ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) {
+  if (::access("/usr/lib/python3/dist-packages/mpi4py/__init__.py", R_OK) != 0)
+    GTEST_FAIL() << "mpi4py is not installed (packaging/bootstrap.sh test installs python3-mpi4py)";
+  testing::ChildProcess job(
+      {"mpirun", "--oversubscribe", "-np", "2", "/usr/bin/python3", test_program("ps_ring.py"), "spin", "0"},
+      testing::mpi_test_environment());
+  StackSampler sampler;
+  const os::Pid spinning = spinning_rank_one(job, sampler);
+  ASSERT_FALSE(HasFailure());
+  expect_one_path_through_python_spin(sampler, spinning);
+}
+
+// The same spin without MPI, in each CPython whose structures differ (python_stack.h: 3.11 flags
+// a run's first frame, 3.12 ends it with a shim frame, 3.13 has no _PyCFrame and checks its own
+// offsets): Debian's python3 (3.11) always, and every interpreter named in PARASTACK_TEST_PYTHONS
+// (colon-separated paths). Debian 12 packages no other CPython, so CI runs 3.11 only;
+// docs/sampler.md has the command that ran pyenv's 3.12.1 and 3.13.0 through it.
+TEST(SampledPath, ASpinInEachCPythonNamedKeepsOnePath) {
+  std::vector<std::string> pythons{"/usr/bin/python3"};
+  if (const char* more = std::getenv("PARASTACK_TEST_PYTHONS")) {
+    std::stringstream list(more);
+    for (std::string python; std::getline(list, python, ':');) {
+      if (!python.empty()) pythons.push_back(python);
+    }
+  }
+  for (const std::string& python : pythons) {
+    SCOPED_TRACE(python);
+    testing::ChildProcess spin({python, test_program("ps_ring.py"), "alone"}, testing::mpi_test_environment());
+    StackSampler sampler;
+    const os::Pid spinning = spinning_rank_one(spin, sampler);
+    ASSERT_FALSE(HasFailure());
+    expect_one_path_through_python_spin(sampler, spinning);
+  }
 }
 
 // A healthy solver computing 2-4 ms per iteration, short enough that 50 samples see every rank

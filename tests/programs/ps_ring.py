@@ -14,6 +14,9 @@ process's global scope, where a PMPI tool preloaded with LD_PRELOAD first looks 
                                  others wait for it in MPI_Allreduce
     ps_ring.py sleep AFTER [RANK]
                                  the same, but rank RANK sleeps for ever (time.sleep)
+    ps_ring.py alone             no MPI: one process spins in converge() at once, as rank 1's
+                                 spin does (for interpreters without mpi4py); it writes rank.1
+                                 and fault.1
 
 With PS_READY_DIR set, each rank writes rank.N (its pid) there once MPI is up, and the faulty rank
 writes fault.RANK as its fault begins (tests/programs/ready_file.h).
@@ -21,8 +24,6 @@ writes fault.RANK as its fault begins (tests/programs/ready_file.h).
 import os
 import sys
 import time
-
-from mpi4py import MPI
 
 
 def write_ready_file(name):
@@ -44,6 +45,12 @@ def converge(x):
 
 
 def main():
+    if sys.argv[1] == "alone":
+        write_ready_file("rank.1")
+        write_ready_file("fault.1")
+        converge(0)
+    from mpi4py import MPI
+
     mode, seconds = sys.argv[1], float(sys.argv[2])
     faulty = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     comm = MPI.COMM_WORLD

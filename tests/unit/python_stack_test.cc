@@ -1,5 +1,5 @@
-// The Python stack reader (python_stack.h) on made-up interpreter memory, its line table decoder on
-// a table CPython 3.11 made, and the path signature of Python ranks.
+// The Python stack reader (python_stack.h) on made-up interpreter memory of CPython 3.11, 3.12 and
+// 3.13, its line table decoder on a table CPython 3.11 made, and the path signature of Python ranks.
 #include "sampler/python_stack.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sampler/classify.h"
@@ -46,58 +48,127 @@ class FakeMemory {
 constexpr std::uint64_t kRuntime = 0x10000, kInterpreter = 0x20000, kThreadA = 0x30000, kThreadB = 0x31000,
                         kCFrameB = 0x32000;
 
+// Debian 12's 3.11.2, pyenv's 3.12.1 and 3.13.0: the three ways CPython keeps a thread's frames.
+constexpr std::uint32_t kVersions[] = {0x030b02f0, 0x030c01f0, 0x030d00f0};
+
 // An interpreter with two threads (tids 101 and 202); thread 202 runs `frames` (code, instruction
-// offset past the code's first instruction or -1 for one being set up, entry), innermost first.
+// offset past the code's first instruction or -1 for one being set up, entry), innermost first, in
+// `layout`'s structures (from 3.12 a shim frame lies beyond each entry frame).
 struct Frame {
   std::uint64_t code;
   long instruction_offset;
   bool entry;
 };
-FakeMemory interpreter_running(const std::vector<Frame>& frames) {
+FakeMemory interpreter_running(const std::vector<Frame>& frames, const CPythonLayout& layout = kLayout) {
   FakeMemory m;
-  m.word(kRuntime + kLayout.runtime_interpreters_head, kInterpreter);
-  m.word(kInterpreter + kLayout.interpreter_threads_head, kThreadA);
-  m.word(kThreadA + kLayout.thread_native_id, 101);
-  m.word(kThreadA + kLayout.thread_next, kThreadB);
-  m.word(kThreadB + kLayout.thread_native_id, 202);
-  m.word(kThreadB + kLayout.thread_next, 0);
-  m.word(kThreadB + kLayout.thread_cframe, kCFrameB);
+  m.word(kRuntime + layout.runtime_interpreters_head, kInterpreter);
+  m.word(kInterpreter + layout.interpreter_threads_head, kThreadA);
+  m.word(kThreadA + layout.thread_native_id, 101);
+  m.word(kThreadA + layout.thread_next, kThreadB);
+  m.word(kThreadB + layout.thread_native_id, 202);
+  m.word(kThreadB + layout.thread_next, 0);
+  std::uint64_t holder = kThreadB;
+  if (layout.thread_cframe) {
+    m.word(kThreadB + *layout.thread_cframe, kCFrameB);
+    holder = kCFrameB;
+  }
   std::uint64_t frame = 0x40000;
-  m.word(kCFrameB + kLayout.cframe_current_frame, frames.empty() ? 0 : frame);
-  for (std::size_t i = 0; i < frames.size(); ++i) {
+  m.word(holder + layout.current_frame, frames.empty() ? 0 : frame);
+  const auto write = [&](std::uint64_t code, std::uint64_t instruction, std::uint8_t mark, bool last) {
     const std::vector<std::uint8_t> zeros(0x100);
     m.put(frame, zeros.data(), zeros.size());
-    const std::uint64_t first = frames[i].code + kLayout.code_instructions;
-    m.word(frame + kLayout.frame_code, frames[i].code);
-    m.word(frame + kLayout.frame_last_instruction,
-           frames[i].instruction_offset < 0 ? first - 2 : first + frames[i].instruction_offset);
-    m.byte(frame + kLayout.frame_is_entry, frames[i].entry ? 1 : 0);
-    const std::uint64_t next = i + 1 < frames.size() ? frame + 0x100 : 0;
-    m.word(frame + kLayout.frame_previous, next);
+    m.word(frame + layout.frame_code, code);
+    m.word(frame + layout.frame_instruction, instruction);
+    m.byte(frame + layout.frame_run_mark, mark);
+    const std::uint64_t next = last ? 0 : frame + 0x100;
+    m.word(frame + layout.frame_previous, next);
     frame = next;
+  };
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const std::uint64_t first = frames[i].code + layout.code_instructions;
+    const std::uint64_t set_up = layout.instruction_is_next ? first : first - 2;
+    const std::uint64_t instruction = frames[i].instruction_offset < 0 ? set_up : first + frames[i].instruction_offset;
+    const bool shim = layout.shim_frames && frames[i].entry;
+    const bool last = i + 1 == frames.size();
+    write(frames[i].code, instruction, !layout.shim_frames && frames[i].entry ? 1 : 0, last && !shim);
+    if (shim) write(0x9000, 0x9000 + layout.code_instructions, 3, last);  // FRAME_OWNED_BY_CSTACK
   }
   return m;
 }
 
-TEST(PythonStack, OnlyCPython311IsRead) {
-  EXPECT_TRUE(cpython_layout(0x030b02f0));   // 3.11.2, Debian 12's
+TEST(PythonStack, CPython311To313AreRead) {
+  for (const std::uint32_t version : kVersions) EXPECT_TRUE(cpython_layout(version)) << std::hex << version;
   EXPECT_TRUE(cpython_layout(0x030b07f0));   // 3.11.7
   EXPECT_FALSE(cpython_layout(0x030a0df0));  // 3.10: other structures
-  EXPECT_FALSE(cpython_layout(0x030c01f0));  // 3.12: other structures
+  EXPECT_FALSE(cpython_layout(0x030e00f0));  // 3.14: other structures
 }
 
 TEST(PythonStack, TheThreadsFramesAreReadInnermostFirst) {
-  const auto memory = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}, {0xc000, 6, true}});
-  const auto frames = read_python_stack(memory.reader(), kLayout, kRuntime, 202);
-  ASSERT_EQ(frames.size(), 3u);
-  EXPECT_EQ(frames[0].code, 0xa000u);
-  EXPECT_EQ(frames[0].instruction, 0xa000u + kLayout.code_instructions + 10);
-  EXPECT_FALSE(frames[0].entry);
-  EXPECT_EQ(frames[1].code, 0xb000u);
-  EXPECT_TRUE(frames[1].entry);
-  EXPECT_EQ(frames[2].code, 0xc000u);
-  // Thread 101 runs no Python (no frame); a thread the interpreter does not know has no stack.
-  EXPECT_TRUE(read_python_stack(memory.reader(), kLayout, kRuntime, 303).empty());
+  for (const std::uint32_t version : kVersions) {
+    SCOPED_TRACE(std::to_string(version >> 16 & 0xff));
+    const CPythonLayout layout = *cpython_layout(version);
+    const auto memory = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}, {0xc000, 6, true}}, layout);
+    const auto frames = read_python_stack(memory.reader(), layout, kRuntime, 202);
+    ASSERT_EQ(frames.size(), 3u);  // no shim frame among them
+    EXPECT_EQ(frames[0].code, 0xa000u);
+    EXPECT_EQ(frames[0].instruction, 0xa000u + layout.code_instructions + 10);
+    EXPECT_FALSE(frames[0].entry);
+    EXPECT_EQ(frames[1].code, 0xb000u);
+    EXPECT_TRUE(frames[1].entry);
+    EXPECT_EQ(frames[2].code, 0xc000u);
+    EXPECT_TRUE(frames[2].entry);
+    // Thread 101 runs no Python (no frame); a thread the interpreter does not know has no stack.
+    EXPECT_TRUE(read_python_stack(memory.reader(), layout, kRuntime, 101).empty());
+    EXPECT_TRUE(read_python_stack(memory.reader(), layout, kRuntime, 303).empty());
+  }
+}
+
+// 3.13 keeps its own offsets at the start of _PyRuntime: the walk reads it only when they are the
+// ones it knows (a free-threaded build's objects are laid out otherwise).
+TEST(PythonStack, CPython313IsReadOnlyWhenItsOwnOffsetsAgree) {
+  const std::uint32_t version = 0x030d00f0;
+  const CPythonLayout layout = *cpython_layout(version);
+  // _Py_DebugOffsets, as 3.13.0 lays it out (offsetof in its Include/internal/pycore_runtime.h).
+  const auto debug_offsets = [&] {
+    FakeMemory m;
+    m.put(kRuntime, "xdebugpy", 8);
+    const std::pair<std::uint64_t, std::uint64_t> fields[] = {{8, version},
+                                                              {16, 0},
+                                                              {40, layout.runtime_interpreters_head},
+                                                              {72, layout.interpreter_threads_head},
+                                                              {168, layout.thread_next},
+                                                              {184, layout.current_frame},
+                                                              {200, layout.thread_native_id},
+                                                              {232, layout.frame_previous},
+                                                              {240, layout.frame_code},
+                                                              {248, layout.frame_instruction},
+                                                              {264, layout.frame_run_mark},
+                                                              {280, layout.code_file_name},
+                                                              {296, layout.code_qualified_name},
+                                                              {304, layout.code_line_table},
+                                                              {312, layout.code_first_line},
+                                                              {344, layout.code_instructions},
+                                                              {520, layout.bytes_size},
+                                                              {528, layout.bytes_data},
+                                                              {544, layout.ascii_state},
+                                                              {552, layout.ascii_length},
+                                                              {560, layout.ascii_data}};
+    for (const auto& [at, value] : fields) m.word(kRuntime + at, value);
+    return m;
+  };
+  EXPECT_TRUE(interpreter_agrees(debug_offsets().reader(), kRuntime, version, layout));
+  auto free_threaded = debug_offsets();
+  free_threaded.word(kRuntime + 16, 1);
+  EXPECT_FALSE(interpreter_agrees(free_threaded.reader(), kRuntime, version, layout));
+  auto other_frames = debug_offsets();
+  other_frames.word(kRuntime + 248, layout.frame_instruction + 8);
+  EXPECT_FALSE(interpreter_agrees(other_frames.reader(), kRuntime, version, layout));
+  auto no_cookie = debug_offsets();
+  no_cookie.put(kRuntime, "xdebugpz", 8);
+  EXPECT_FALSE(interpreter_agrees(no_cookie.reader(), kRuntime, version, layout));
+  EXPECT_FALSE(interpreter_agrees(debug_offsets().reader(), kRuntime, 0x030d01f0, layout)) << "another 3.13";
+  // Before 3.13 there is nothing to read: the offsets are the headers'.
+  EXPECT_TRUE(interpreter_agrees(FakeMemory().reader(), kRuntime, 0x030c01f0, *cpython_layout(0x030c01f0)));
 }
 
 TEST(PythonStack, AnUnreadableLinkGivesNoStackRatherThanAPartOfOne) {
@@ -129,12 +200,17 @@ TEST(PythonStack, TheInnermostFunctionIsThePlaceWhereverItsLoopIs) {
 }
 
 TEST(PythonStack, AFrameBeingSetUpIsNotAPlaceYet) {
-  const auto memory = interpreter_running({{0xe000, -1, true}, {0xa000, 10, false}, {0xb000, 40, true}});
-  const auto frames = read_python_stack(memory.reader(), kLayout, kRuntime, 202);
-  ASSERT_EQ(frames.size(), 3u);
-  EXPECT_EQ(frames[0].instruction, 0u);
-  const auto without = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}});
-  EXPECT_EQ(python_place(frames), python_place(read_python_stack(without.reader(), kLayout, kRuntime, 202)));
+  for (const std::uint32_t version : kVersions) {
+    SCOPED_TRACE(std::to_string(version >> 16 & 0xff));
+    const CPythonLayout layout = *cpython_layout(version);
+    const auto memory = interpreter_running({{0xe000, -1, true}, {0xa000, 10, false}, {0xb000, 40, true}}, layout);
+    const auto frames = read_python_stack(memory.reader(), layout, kRuntime, 202);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[0].instruction, 0u);
+    EXPECT_NE(frames[1].instruction, 0u);
+    const auto without = interpreter_running({{0xa000, 10, false}, {0xb000, 40, true}}, layout);
+    EXPECT_EQ(python_place(frames), python_place(read_python_stack(without.reader(), layout, kRuntime, 202)));
+  }
   EXPECT_EQ(python_place({}), 0u);
 }
 

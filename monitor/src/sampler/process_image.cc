@@ -258,7 +258,8 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
 
 void ProcessImage::find_python() {
   // The interpreter is the file that defines _PyRuntime (python3.11, statically linked on Debian,
-  // or a libpython3.x.so of an embedding or a pyenv build); Py_Version says which CPython it is.
+  // or a libpython3.x.so of an embedding, a pyenv or a conda build); Py_Version says which CPython
+  // it is.
   for (const auto& m : maps_) {
     auto symbols = symbols_for(m);
     if (!symbols) continue;
@@ -268,7 +269,10 @@ void ProcessImage::find_python() {
     const std::uint64_t bias = symbols->load_bias(m.start, m.offset);
     std::uint32_t version = 0;
     if (os::read_remote(pid_, *version_at + bias, &version, sizeof version).bytes != sizeof version) return;
-    if (const auto layout = cpython_layout(version)) python_ = Python{*layout, *runtime + bias, m.path, m.inode};
+    const auto layout = cpython_layout(version);
+    if (layout && interpreter_agrees(remote_reader(), *runtime + bias, version, *layout)) {
+      python_ = Python{*layout, *runtime + bias, m.path, m.inode};
+    }
     return;
   }
 }

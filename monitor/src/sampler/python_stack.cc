@@ -32,32 +32,121 @@ std::optional<std::string> read_ascii(const ReadMemory& read, const CPythonLayou
 }  // namespace
 
 std::optional<CPythonLayout> cpython_layout(std::uint32_t version) {
-  // 3.11.x, x86-64: offsetof in Include/internal/pycore_{runtime,interp,frame}.h and cpython/code.h,
-  // the same in 3.11.2 (Debian 12) and 3.11.7 (pyenv). A real interpreter read through them
-  // (SampledPath.ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) names its frames right.
-  if ((version >> 16) == 0x030b) {
-    return CPythonLayout{.runtime_interpreters_head = 40,
-                         .interpreter_threads_head = 16,
-                         .thread_next = 8,
-                         .thread_native_id = 160,
-                         .thread_cframe = 56,
-                         .cframe_current_frame = 8,
-                         .frame_code = 32,
-                         .frame_previous = 48,
-                         .frame_last_instruction = 56,
-                         .frame_is_entry = 68,
-                         .code_first_line = 72,
-                         .code_file_name = 112,
-                         .code_qualified_name = 128,
-                         .code_instructions = 184,
-                         .code_line_table = 136,
-                         .bytes_size = 16,
-                         .bytes_data = 32,
-                         .ascii_length = 16,
-                         .ascii_state = 32,
-                         .ascii_data = 48};
+  // x86-64: offsetof in each version's Include/internal/pycore_{runtime,interp,frame}.h and
+  // cpython/code.h, compiled against Debian's 3.11.2 headers and pyenv's 3.11.7, 3.12.1 and 3.13.0
+  // (the two 3.11s gave the same numbers). CPython keeps these structures within a minor version,
+  // as out-of-process profilers that carry one table per minor version rely on. Real interpreters
+  // read through them name their frames right: SampledPath.ASpinInEachCPythonNamedKeepsOnePath
+  // (Debian's 3.11 on CI; docs/sampler.md has the command that ran it on 3.12 and 3.13).
+  switch (version >> 16) {
+    case 0x030b:
+      return CPythonLayout{.runtime_interpreters_head = 40,
+                           .interpreter_threads_head = 16,
+                           .thread_next = 8,
+                           .thread_native_id = 160,
+                           .thread_cframe = 56,
+                           .current_frame = 8,
+                           .frame_code = 32,
+                           .frame_previous = 48,
+                           .frame_instruction = 56,
+                           .instruction_is_next = false,
+                           .frame_run_mark = 68,
+                           .shim_frames = false,
+                           .code_first_line = 72,
+                           .code_file_name = 112,
+                           .code_qualified_name = 128,
+                           .code_instructions = 184,
+                           .code_line_table = 136,
+                           .bytes_size = 16,
+                           .bytes_data = 32,
+                           .ascii_length = 16,
+                           .ascii_state = 32,
+                           .ascii_data = 48};
+    case 0x030c:
+      return CPythonLayout{.runtime_interpreters_head = 40,
+                           .interpreter_threads_head = 72,
+                           .thread_next = 8,
+                           .thread_native_id = 144,
+                           .thread_cframe = 56,
+                           .current_frame = 0,
+                           .frame_code = 0,
+                           .frame_previous = 8,
+                           .frame_instruction = 56,
+                           .instruction_is_next = false,
+                           .frame_run_mark = 70,
+                           .shim_frames = true,
+                           .code_first_line = 68,
+                           .code_file_name = 112,
+                           .code_qualified_name = 128,
+                           .code_instructions = 192,
+                           .code_line_table = 136,
+                           .bytes_size = 16,
+                           .bytes_data = 32,
+                           .ascii_length = 16,
+                           .ascii_state = 32,
+                           .ascii_data = 40};
+    case 0x030d:
+      return CPythonLayout{.runtime_interpreters_head = 632,
+                           .interpreter_threads_head = 7344,
+                           .thread_next = 8,
+                           .thread_native_id = 160,
+                           .thread_cframe = std::nullopt,
+                           .current_frame = 72,
+                           .frame_code = 0,
+                           .frame_previous = 8,
+                           .frame_instruction = 56,
+                           .instruction_is_next = true,
+                           .frame_run_mark = 70,
+                           .shim_frames = true,
+                           .code_first_line = 68,
+                           .code_file_name = 112,
+                           .code_qualified_name = 128,
+                           .code_instructions = 200,
+                           .code_line_table = 136,
+                           .bytes_size = 16,
+                           .bytes_data = 32,
+                           .ascii_length = 16,
+                           .ascii_state = 32,
+                           .ascii_data = 40};
+    default:
+      return std::nullopt;
   }
-  return std::nullopt;
+}
+
+bool interpreter_agrees(const ReadMemory& read, std::uint64_t runtime, std::uint32_t version,
+                        const CPythonLayout& layout) {
+  if ((version >> 16) < 0x030d) return true;
+  if ((version >> 16) > 0x030d) return false;  // its _Py_DebugOffsets is laid out otherwise
+  // 3.13's _Py_DebugOffsets (offsetof in its Include/internal/pycore_runtime.h): where each of its
+  // fields is, and what the layout says it holds.
+  const std::uint64_t expected[][2] = {{8, version},
+                                       {16, 0},  // free_threaded: other object headers
+                                       {40, layout.runtime_interpreters_head},
+                                       {72, layout.interpreter_threads_head},
+                                       {168, layout.thread_next},
+                                       {184, layout.current_frame},
+                                       {200, layout.thread_native_id},
+                                       {232, layout.frame_previous},
+                                       {240, layout.frame_code},
+                                       {248, layout.frame_instruction},
+                                       {264, layout.frame_run_mark},
+                                       {280, layout.code_file_name},
+                                       {296, layout.code_qualified_name},
+                                       {304, layout.code_line_table},
+                                       {312, layout.code_first_line},
+                                       {344, layout.code_instructions},
+                                       {520, layout.bytes_size},
+                                       {528, layout.bytes_data},
+                                       {544, layout.ascii_state},
+                                       {552, layout.ascii_length},
+                                       {560, layout.ascii_data}};
+  char cookie[8];
+  if (!read(runtime, cookie, sizeof cookie) || std::memcmp(cookie, "xdebugpy", sizeof cookie) != 0) return false;
+  for (const auto& [at, value] : expected) {
+    std::uint64_t word = 0;
+    if (!read_word(read, runtime + at, word) || word != value) return false;
+  }
+  return true;
 }
 
 std::vector<PythonFrame> read_python_stack(const ReadMemory& read, const CPythonLayout& layout, std::uint64_t runtime,
@@ -75,12 +164,13 @@ std::vector<PythonFrame> read_python_stack(const ReadMemory& read, const CPython
     if (native_id == static_cast<std::uint64_t>(tid)) break;
     if (!read_word(read, thread + layout.thread_next, thread)) return {};
   }
-  std::uint64_t cframe = 0, frame = 0;
-  if (thread == 0 || !read_word(read, thread + layout.thread_cframe, cframe)) return {};
-  if (!read_word(read, cframe + layout.cframe_current_frame, frame)) return {};
+  if (thread == 0) return {};
+  std::uint64_t holder = thread, frame = 0;
+  if (layout.thread_cframe && !read_word(read, thread + *layout.thread_cframe, holder)) return {};
+  if (!read_word(read, holder + layout.current_frame, frame)) return {};
   // One read a frame (its fields lie within its first 128 bytes): a sample's cost is syscalls.
   const std::size_t extent = std::max(
-      {layout.frame_code + 8, layout.frame_previous + 8, layout.frame_last_instruction + 8, layout.frame_is_entry + 1});
+      {layout.frame_code + 8, layout.frame_previous + 8, layout.frame_instruction + 8, layout.frame_run_mark + 1});
   std::array<std::uint8_t, 128> bytes{};
   if (extent > bytes.size()) return {};
   const auto field = [&](std::uint64_t offset) {
@@ -88,16 +178,27 @@ std::vector<PythonFrame> read_python_stack(const ReadMemory& read, const CPython
     std::memcpy(&word, bytes.data() + offset, sizeof word);
     return word;
   };
+  constexpr std::uint8_t kOwnedByCStack = 3;  // FRAME_OWNED_BY_CSTACK, 3.12 and 3.13
   std::vector<PythonFrame> frames;
-  while (frame != 0) {
-    if (frames.size() >= kMaxPythonFrames || !read(frame, bytes.data(), extent)) return {};
-    PythonFrame f{.code = field(layout.frame_code),
-                  .instruction = field(layout.frame_last_instruction),
-                  .entry = bytes[layout.frame_is_entry] != 0};
-    // A frame being set up has run no instruction yet (instruction 0 then): not a place until it has.
-    if (f.instruction < f.code + layout.code_instructions) f.instruction = 0;
-    frames.push_back(f);
+  // Bounded in frames read, shims included: a torn chain may loop through anything.
+  for (std::size_t steps = 0; frame != 0; ++steps) {
+    if (steps >= 2 * kMaxPythonFrames || frames.size() >= kMaxPythonFrames || !read(frame, bytes.data(), extent)) {
+      return {};
+    }
+    const std::uint8_t mark = bytes[layout.frame_run_mark];
     frame = field(layout.frame_previous);
+    if (layout.shim_frames && mark == kOwnedByCStack) {
+      if (!frames.empty()) frames.back().entry = true;  // the run's outermost Python frame
+      continue;
+    }
+    PythonFrame f{.code = field(layout.frame_code),
+                  .instruction = field(layout.frame_instruction),
+                  .entry = !layout.shim_frames && mark != 0};
+    // A frame being set up has run no instruction yet (instruction 0 then): not a place until it
+    // has. Before 3.13 it points before its code's first instruction, in 3.13 at it.
+    const std::uint64_t first = f.code + layout.code_instructions;
+    if (f.instruction < first || (layout.instruction_is_next && f.instruction == first)) f.instruction = 0;
+    frames.push_back(f);
   }
   return frames;
 }

@@ -5,10 +5,11 @@
 // sample, so a rank spinning in Python never looked still (a 4-rank mpi4py job, one rank in
 // `while True`, ran 6 minutes unfound). The Python stack is the place, as the source reads.
 //
-// Pure: the walk reads memory through a callback, so it is unit-tested on a made-up image. Only
-// CPython 3.11 (Debian 12's python3) is read: its offsets were taken from its own headers, and a
-// test reads a real interpreter through them. Other versions are not read, and their ranks keep their C
-// places (a spin in Python is then left to the S model).
+// Pure: the walk reads memory through a callback, so it is unit-tested on a made-up image. CPython
+// 3.11 (Debian 12's python3), 3.12 and 3.13 are read, each with the offsets taken from its own
+// headers; 3.13 also publishes its offsets in the process (_Py_DebugOffsets), and the walk reads it
+// only when they agree (a free-threaded build does not). Other versions are not read, and their
+// ranks keep their C places (a spin in Python is then left to the S model).
 #pragma once
 
 #include <cstdint>
@@ -26,22 +27,31 @@ struct CPythonLayout {
   std::uint64_t interpreter_threads_head;   // PyInterpreterState.threads.head
   std::uint64_t thread_next;                // PyThreadState.next
   std::uint64_t thread_native_id;           // PyThreadState.native_thread_id (the kernel's tid)
-  std::uint64_t thread_cframe;              // PyThreadState.cframe
-  std::uint64_t cframe_current_frame;       // _PyCFrame.current_frame
-  std::uint64_t frame_code;                 // _PyInterpreterFrame.f_code
-  std::uint64_t frame_previous;             // _PyInterpreterFrame.previous
-  std::uint64_t frame_last_instruction;     // _PyInterpreterFrame.prev_instr
-  std::uint64_t frame_is_entry;             // _PyInterpreterFrame.is_entry (bool)
-  std::uint64_t code_first_line;            // PyCodeObject.co_firstlineno (int)
-  std::uint64_t code_file_name;             // PyCodeObject.co_filename
-  std::uint64_t code_qualified_name;        // PyCodeObject.co_qualname
-  std::uint64_t code_instructions;          // PyCodeObject.co_code_adaptive: the bytecode
-  std::uint64_t code_line_table;            // PyCodeObject.co_linetable (bytes)
-  std::uint64_t bytes_size;                 // PyBytesObject.ob_size
-  std::uint64_t bytes_data;                 // PyBytesObject.ob_sval
-  std::uint64_t ascii_length;               // PyASCIIObject.length
-  std::uint64_t ascii_state;                // PyASCIIObject.state (bit 5 compact, bit 6 ascii)
-  std::uint64_t ascii_data;                 // sizeof(PyASCIIObject): a compact ASCII string's characters
+  // PyThreadState.cframe (3.11, 3.12), then _PyCFrame.current_frame; 3.13 has no _PyCFrame, and
+  // the current frame is PyThreadState.current_frame.
+  std::optional<std::uint64_t> thread_cframe;
+  std::uint64_t current_frame;
+  std::uint64_t frame_code;      // _PyInterpreterFrame.f_code (f_executable in 3.13)
+  std::uint64_t frame_previous;  // _PyInterpreterFrame.previous
+  // _PyInterpreterFrame.prev_instr: the last instruction run (3.11, 3.12); instr_ptr in 3.13: the
+  // one running, or to run next (instruction_is_next).
+  std::uint64_t frame_instruction;
+  bool instruction_is_next;
+  // Where one run of _PyEval_EvalFrameDefault ends. 3.11 flags its outermost frame (is_entry, a
+  // bool); from 3.12 a shim frame owned by the C stack (owner == FRAME_OWNED_BY_CSTACK, a char)
+  // lies beyond it, which is no Python function.
+  std::uint64_t frame_run_mark;
+  bool shim_frames;
+  std::uint64_t code_first_line;      // PyCodeObject.co_firstlineno (int)
+  std::uint64_t code_file_name;       // PyCodeObject.co_filename
+  std::uint64_t code_qualified_name;  // PyCodeObject.co_qualname
+  std::uint64_t code_instructions;    // PyCodeObject.co_code_adaptive: the bytecode
+  std::uint64_t code_line_table;      // PyCodeObject.co_linetable (bytes)
+  std::uint64_t bytes_size;           // PyBytesObject.ob_size
+  std::uint64_t bytes_data;           // PyBytesObject.ob_sval
+  std::uint64_t ascii_length;         // PyASCIIObject.length
+  std::uint64_t ascii_state;          // PyASCIIObject.state (bit 5 compact, bit 6 ascii)
+  std::uint64_t ascii_data;           // sizeof(PyASCIIObject): a compact ASCII string's characters
 };
 
 // The layout of the CPython whose Py_Version is `version` (PY_VERSION_HEX), if it is one we read.
@@ -50,9 +60,15 @@ std::optional<CPythonLayout> cpython_layout(std::uint32_t version);
 // Reads `length` bytes at `address` of the process; false unless all were read.
 using ReadMemory = std::function<bool(std::uint64_t address, void* buffer, std::size_t length)>;
 
+// Whether the interpreter at `runtime` agrees with `layout`: from 3.13 CPython keeps its own
+// offsets at the start of _PyRuntime (_Py_DebugOffsets), which must carry its cookie, `version`,
+// no free threading, and every offset the walk uses. Nothing to check before 3.13.
+bool interpreter_agrees(const ReadMemory& read, std::uint64_t runtime, std::uint32_t version,
+                        const CPythonLayout& layout);
+
 struct PythonFrame {
   std::uint64_t code = 0;         // the code object's address: the function
-  std::uint64_t instruction = 0;  // its last instruction's address: in a caller, the call
+  std::uint64_t instruction = 0;  // its instruction's address (CPythonLayout::frame_instruction): in a caller, the call
   // The first frame of one run of the interpreter's C function _PyEval_EvalFrameDefault (Python
   // calls Python within one run; a call through C, such as a builtin calling back, starts another):
   // where the Python frames go among the C frames.
@@ -62,18 +78,18 @@ struct PythonFrame {
 // The Python frames of the thread whose kernel id is `tid`, innermost first, from the interpreter
 // state at `runtime` (_PyRuntime's address). Empty when the thread runs no Python or anything read
 // is unreadable or implausible (a chain longer than kMaxPythonFrames). A frame being set up (before
-// its code's first instruction) has instruction 0. The process may run meanwhile: a rank that moves can give
+// its code's first instruction has run) has instruction 0. The process may run meanwhile: a rank that moves can give
 // a torn chain, which is one more place it was seen at (it moved); one that stands still gives its
 // stack.
 inline constexpr std::size_t kMaxPythonFrames = 256;
 std::vector<PythonFrame> read_python_stack(const ReadMemory& read, const CPythonLayout& layout, std::uint64_t runtime,
                                            int tid);
 
-// "qualname (file:line)" of a frame, for people: the line of its last instruction (the call, in a
+// "qualname (file:line)" of a frame, for people: the line of its instruction (the call, in a
 // caller), or its function's first line when that is unknown; empty when unreadable.
 std::string describe_python_frame(const ReadMemory& read, const CPythonLayout& layout, const PythonFrame& frame);
 
-// The source line of the code unit (2 bytes of bytecode) at `unit`, from a 3.11 location table
+// The source line of the code unit (2 bytes of bytecode) at `unit`, from a 3.11+ location table
 // (co_linetable, Objects/locations.md) and the function's first line; nullopt when the table does
 // not cover it or gives no line.
 std::optional<int> python_line(std::span<const std::uint8_t> table, int first_line, std::uint64_t unit);
