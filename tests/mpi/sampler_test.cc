@@ -1284,6 +1284,34 @@ TEST(SampledPath, ARankSpinningInPythonKeepsOnePathAndShowsItsPythonFrames) {
   expect_one_path_through_python_spin(sampler, spinning);
 }
 
+// An mpi4py rank is a process before it is an MPI rank: Python loads libmpi (dlopen) when the
+// program imports mpi4py, and a monitor may find the rank (by its launcher's environment) and
+// sample it before that. Its MPI library must then be found once it is loaded: before 2026-12-05
+// it never was, and the rank was OUT_MPI for good (a 4-rank job beside another had S = 2/4 in
+// every healthy observation, and its spinning rank went unfound for 180 s).
+TEST(RankState, AnMpiLibraryLoadedAfterTheRanksFirstSampleIsFound) {
+  if (::access("/usr/lib/python3/dist-packages/mpi4py/__init__.py", R_OK) != 0)
+    GTEST_FAIL() << "mpi4py is not installed (packaging/bootstrap.sh test installs python3-mpi4py)";
+  testing::TempDir control;
+  const auto import_now = control.path() / "import";
+  auto environment = testing::mpi_test_environment();
+  environment.push_back("PS_RING_IMPORT_AFTER=" + import_now.string());
+  testing::ChildProcess job({"mpirun", "--oversubscribe", "-np", "2", "-x", "PS_RING_IMPORT_AFTER", "/usr/bin/python3",
+                             test_program("ps_ring.py"), "deadlock", "0"},
+                            environment);
+  const os::Pid rank{job.wait_ready_file("python.1", 60s)};
+  StackSampler sampler;
+  const RankSample before = sampler.sample(rank);
+  EXPECT_FALSE(before.mpi_library_found) << before.describe();
+  EXPECT_EQ(before.state, RankState::OutMpi) << before.describe();
+  std::ofstream(import_now).put('\n');
+  job.wait_ready_file("fault.1", 60s);  // rank 1 waits for ever in a receive nobody sends
+  const RankSample after = settle(sampler, rank, RankState::InMpi);
+  EXPECT_TRUE(after.mpi_library_found) << after.describe();
+  EXPECT_EQ(after.state, RankState::InMpi) << after.describe();
+  EXPECT_EQ(after.mpi_function, "MPI_Mprobe") << after.describe();  // mpi4py's recv of a pickled object
+}
+
 // The same spin without MPI, in each CPython whose structures differ (python_stack.h: 3.11 flags
 // a run's first frame, 3.12 ends it with a shim frame, 3.13 has no _PyCFrame and checks its own
 // offsets): Debian's python3 (3.11) always, and every interpreter named in PARASTACK_TEST_PYTHONS

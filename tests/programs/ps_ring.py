@@ -19,7 +19,9 @@ process's global scope, where a PMPI tool preloaded with LD_PRELOAD first looks 
                                  and fault.1
 
 With PS_READY_DIR set, each rank writes rank.N (its pid) there once MPI is up, and the faulty rank
-writes fault.RANK as its fault begins (tests/programs/ready_file.h).
+writes fault.RANK as its fault begins (tests/programs/ready_file.h). With PS_RING_IMPORT_AFTER=FILE
+each rank first writes python.N (N from OMPI_COMM_WORLD_RANK) and imports mpi4py, which loads
+libmpi, only once FILE exists: a test samples a rank whose MPI library is not loaded yet.
 """
 import os
 import sys
@@ -49,6 +51,11 @@ def main():
         write_ready_file("rank.1")
         write_ready_file("fault.1")
         converge(0)
+    import_after = os.environ.get("PS_RING_IMPORT_AFTER")
+    if import_after:
+        write_ready_file("python.%s" % os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+        while not os.path.exists(import_after):
+            time.sleep(0.01)
     from mpi4py import MPI
 
     mode, seconds = sys.argv[1], float(sys.argv[2])

@@ -75,32 +75,7 @@ std::unique_ptr<ProcessImage> ProcessImage::load(os::Pid pid, os::StopFailure& f
   image->start_ticks_ = stat->start_ticks;
   if (!image->refresh_maps()) return cannot_read("maps");
   image->read_vdso();
-  // The MPI library is the file that defines PMPI_Init: a PMPI tool preloaded into the rank (the
-  // progress library, mpiP, a fault injector) defines MPI_Init too, and may be mapped first; only
-  // the library itself defines the profiling names. MPI_Init alone, for a library without them.
-  // Its code is every executable mapping of it.
-  std::optional<os::Mapping> mpi_library, defines_mpi_init;
-  for (const auto& m : image->maps_) {
-    auto symbols = image->symbols_for(m);
-    if (!symbols) continue;
-    if (symbols->defines("PMPI_Init")) {
-      mpi_library = m;
-      break;
-    }
-    if (!defines_mpi_init && symbols->defines("MPI_Init")) defines_mpi_init = m;
-  }
-  if (!mpi_library) mpi_library = defines_mpi_init;
-  if (mpi_library) {
-    auto symbols = image->symbols_for(*mpi_library);
-    for (const auto& m : image->maps_) {
-      if (m.path != mpi_library->path || m.inode != mpi_library->inode) continue;
-      image->mpi_code_.push_back({m.start, m.end});
-      if (auto flag = symbols->address_of("ompi_mpi_thread_multiple")) {
-        image->thread_multiple_address_ = *flag + symbols->load_bias(m.start, m.offset);
-      }
-    }
-  }
-  image->find_python();
+  image->find_libraries();
   image->upt_ = _UPT_create(pid.value);
   image->copy_space_ = unw_create_addr_space(&copy_accessors, 0);
   image->ptrace_space_ = unw_create_addr_space(&_UPT_accessors, 0);
@@ -133,6 +108,10 @@ bool ProcessImage::refresh_maps() {
   }
   if (code == maps_) return true;
   maps_ = std::move(code);
+  // A library loaded since (mpi4py dlopens libmpi when Python imports it, which may come after
+  // the rank was found and first sampled) is looked for again, before the next sample: not now,
+  // which may be while the rank is stopped (reading symbol tables takes milliseconds).
+  libraries_stale_ = true;
   unwind_tables_.clear();
   // libunwind keeps the unwind rules it found by address (flushed lazily: safe in the middle of an
   // unwind), and _UPT the file it mapped last (made anew by begin_sample).
@@ -144,6 +123,7 @@ bool ProcessImage::refresh_maps() {
 
 void ProcessImage::begin_sample() {
   check_.begin_sample();
+  if (libraries_stale_) find_libraries();
   if (!maps_changed_) return;
   maps_changed_ = false;
   if (void* fresh = _UPT_create(pid_.value)) {
@@ -256,7 +236,40 @@ bool ProcessImage::in_mpi_wrapper(std::uint64_t address) {
   return name && is_mpi_name(*name);
 }
 
+void ProcessImage::find_libraries() {
+  // The MPI library is the file that defines PMPI_Init: a PMPI tool preloaded into the rank (the
+  // progress library, mpiP, a fault injector) defines MPI_Init too, and may be mapped first; only
+  // the library itself defines the profiling names. MPI_Init alone, for a library without them.
+  // Its code is every executable mapping of it.
+  libraries_stale_ = false;
+  mpi_code_.clear();
+  thread_multiple_address_.reset();
+  std::optional<os::Mapping> mpi_library, defines_mpi_init;
+  for (const auto& m : maps_) {
+    auto symbols = symbols_for(m);
+    if (!symbols) continue;
+    if (symbols->defines("PMPI_Init")) {
+      mpi_library = m;
+      break;
+    }
+    if (!defines_mpi_init && symbols->defines("MPI_Init")) defines_mpi_init = m;
+  }
+  if (!mpi_library) mpi_library = defines_mpi_init;
+  if (mpi_library) {
+    auto symbols = symbols_for(*mpi_library);
+    for (const auto& m : maps_) {
+      if (m.path != mpi_library->path || m.inode != mpi_library->inode) continue;
+      mpi_code_.push_back({m.start, m.end});
+      if (auto flag = symbols->address_of("ompi_mpi_thread_multiple")) {
+        thread_multiple_address_ = *flag + symbols->load_bias(m.start, m.offset);
+      }
+    }
+  }
+  find_python();
+}
+
 void ProcessImage::find_python() {
+  python_.reset();
   // The interpreter is the file that defines _PyRuntime (python3.11, statically linked on Debian,
   // or a libpython3.x.so of an embedding, a pyenv or a conda build); Py_Version says which CPython
   // it is.

@@ -128,6 +128,8 @@ class ProcessImage {
     std::uint64_t inode = 0;
   };
   std::optional<Python> python_;
+  bool libraries_stale_ = false;  // maps_ changed since find_libraries()
+  void find_libraries();          // the MPI library and the Python interpreter, from maps_
   void find_python();
   ReadMemory remote_reader() const;
   unw_addr_space_t copy_space_ = nullptr;
