@@ -11,7 +11,7 @@ seconds=${1:-600}
 build=${2:-build-fuzz}
 jobs=${FUZZ_JOBS:-2}
 targets=(proc_fuzzer wire_fuzzer trace_fuzzer site_config_fuzzer job_options_fuzzer spank_options_fuzzer
-         pbs_script_fuzzer)
+         pbs_script_fuzzer python_stack_fuzzer)
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARASTACK_SANITIZE=ON \
   -DPARASTACK_FUZZ=ON -DPARASTACK_WERROR=ON >/dev/null

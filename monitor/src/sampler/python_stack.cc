@@ -267,7 +267,7 @@ std::string describe_python_frame(const ReadMemory& read, const CPythonLayout& l
   int line = first_line;
   std::uint64_t table_size = 0;
   if (frame.instruction != 0 && read_word(read, code + layout.code_line_table, table_object) &&
-      read_word(read, table_object + layout.bytes_size, table_size) && table_size <= (1u << 20)) {
+      read_word(read, table_object + layout.bytes_size, table_size) && table_size > 0 && table_size <= (1u << 20)) {
     std::vector<std::uint8_t> table(table_size);
     if (read(table_object + layout.bytes_data, table.data(), table.size())) {
       const std::uint64_t unit = (frame.instruction - code - layout.code_instructions) / 2;
