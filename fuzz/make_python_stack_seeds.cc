@@ -38,30 +38,8 @@ std::vector<std::uint8_t> seed(std::uint32_t version, int choice) {
   const std::uint64_t interpreter = kBase + 0x1000, thread = kBase + 0x4000, cframe = kBase + 0x4800,
                       frames = kBase + 0x5000, codes = kBase + 0x6000, strings = kBase + 0x7000;
   if ((version >> 16) == 0x030d) {
-    // _Py_DebugOffsets (python_stack.cc, interpreter_agrees): where each offset is kept.
     m.put(kBase, "xdebugpy", 8);
-    const std::uint64_t fields[][2] = {{8, version},
-                                       {16, 0},
-                                       {40, l.runtime_interpreters_head},
-                                       {72, l.interpreter_threads_head},
-                                       {168, l.thread_next},
-                                       {184, l.current_frame},
-                                       {200, l.thread_native_id},
-                                       {232, l.frame_previous},
-                                       {240, l.frame_code},
-                                       {248, l.frame_instruction},
-                                       {264, l.frame_run_mark},
-                                       {280, l.code_file_name},
-                                       {296, l.code_qualified_name},
-                                       {304, l.code_line_table},
-                                       {312, l.code_first_line},
-                                       {344, l.code_instructions},
-                                       {520, l.bytes_size},
-                                       {528, l.bytes_data},
-                                       {544, l.ascii_state},
-                                       {552, l.ascii_length},
-                                       {560, l.ascii_data}};
-    for (const auto& [at, value] : fields) m.word(kBase + at, value);
+    for (const auto& [at, value] : parastack::sampler::debug_offsets_313(version, l)) m.word(kBase + at, value);
   }
   m.word(kBase + l.runtime_interpreters_head, interpreter);
   m.word(interpreter + l.interpreter_threads_head, thread);

@@ -113,36 +113,39 @@ std::optional<CPythonLayout> cpython_layout(std::uint32_t version) {
   }
 }
 
+std::vector<std::pair<std::uint64_t, std::uint64_t>> debug_offsets_313(std::uint32_t version,
+                                                                       const CPythonLayout& layout) {
+  // offsetof in 3.13's Include/internal/pycore_runtime.h: where each field of _Py_DebugOffsets is.
+  return {{8, version},
+          {16, 0},  // free_threaded: other object headers
+          {40, layout.runtime_interpreters_head},
+          {72, layout.interpreter_threads_head},
+          {168, layout.thread_next},
+          {184, layout.current_frame},
+          {200, layout.thread_native_id},
+          {232, layout.frame_previous},
+          {240, layout.frame_code},
+          {248, layout.frame_instruction},
+          {264, layout.frame_run_mark},
+          {280, layout.code_file_name},
+          {296, layout.code_qualified_name},
+          {304, layout.code_line_table},
+          {312, layout.code_first_line},
+          {344, layout.code_instructions},
+          {520, layout.bytes_size},
+          {528, layout.bytes_data},
+          {544, layout.ascii_state},
+          {552, layout.ascii_length},
+          {560, layout.ascii_data}};
+}
+
 bool interpreter_agrees(const ReadMemory& read, std::uint64_t runtime, std::uint32_t version,
                         const CPythonLayout& layout) {
   if ((version >> 16) < 0x030d) return true;
   if ((version >> 16) > 0x030d) return false;  // its _Py_DebugOffsets is laid out otherwise
-  // 3.13's _Py_DebugOffsets (offsetof in its Include/internal/pycore_runtime.h): where each of its
-  // fields is, and what the layout says it holds.
-  const std::uint64_t expected[][2] = {{8, version},
-                                       {16, 0},  // free_threaded: other object headers
-                                       {40, layout.runtime_interpreters_head},
-                                       {72, layout.interpreter_threads_head},
-                                       {168, layout.thread_next},
-                                       {184, layout.current_frame},
-                                       {200, layout.thread_native_id},
-                                       {232, layout.frame_previous},
-                                       {240, layout.frame_code},
-                                       {248, layout.frame_instruction},
-                                       {264, layout.frame_run_mark},
-                                       {280, layout.code_file_name},
-                                       {296, layout.code_qualified_name},
-                                       {304, layout.code_line_table},
-                                       {312, layout.code_first_line},
-                                       {344, layout.code_instructions},
-                                       {520, layout.bytes_size},
-                                       {528, layout.bytes_data},
-                                       {544, layout.ascii_state},
-                                       {552, layout.ascii_length},
-                                       {560, layout.ascii_data}};
   char cookie[8];
   if (!read(runtime, cookie, sizeof cookie) || std::memcmp(cookie, "xdebugpy", sizeof cookie) != 0) return false;
-  for (const auto& [at, value] : expected) {
+  for (const auto& [at, value] : debug_offsets_313(version, layout)) {
     std::uint64_t word = 0;
     if (!read_word(read, runtime + at, word) || word != value) return false;
   }

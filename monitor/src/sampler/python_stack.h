@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace parastack::sampler {
@@ -65,6 +66,9 @@ using ReadMemory = std::function<bool(std::uint64_t address, void* buffer, std::
 // no free threading, and every offset the walk uses. Nothing to check before 3.13.
 bool interpreter_agrees(const ReadMemory& read, std::uint64_t runtime, std::uint32_t version,
                         const CPythonLayout& layout);
+// What 3.13's _Py_DebugOffsets holds where (offset in it, value) when it agrees with `layout`.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> debug_offsets_313(std::uint32_t version,
+                                                                       const CPythonLayout& layout);
 
 struct PythonFrame {
   std::uint64_t code = 0;         // the code object's address: the function
