@@ -305,8 +305,9 @@ void StasisModel::step_active(const Observation& o) {
     active_run_.clear();
     known_observations_ += o.active_path != 0 && seen_leaving ? 1 : 0;
     // A link joins two observations with active ranks, however many others lie between: in a code
-    // that mostly polls, few observations have an active rank, and a change across a gap is movement.
-    if (active && last_active_ != 0) add_link(false);
+    // that mostly polls, few observations have an active rank, and a change across a gap is movement
+    // (not one to fewer readable ranks: a moving link would make the job look mostly moving).
+    if (active && last_active_ != 0 && seen_leaving) add_link(false);
     // The ranks at the previous place left it for real: for somewhere else with no more active ranks
     // than there were, or into a wait. (One more rank stepping in, or nothing readable, says
     // nothing about them.) A full set forgets nothing: the safe side is "familiar".

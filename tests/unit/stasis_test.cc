@@ -353,6 +353,24 @@ TEST(Stasis, ARunEndedByRanksThatCouldNotBeReadShowsNoMovement) {
   EXPECT_TRUE(ended_by({all_elsewhere})) << "a run its ranks were all seen to leave is movement";
 }
 
+// Nor do such endings make a job look mostly moving: a job whose ranks habitually stand still at
+// a place, its runs each cut by an observation that read only two of its four ranks, keeps the
+// longer minimum of a habit. (Counted as moving links, they outnumbered the still ones.)
+TEST(Stasis, RunsEndedByFewerReadableRanksAreNoMovementForTheHabitEither) {
+  StasisConfig config;
+  Stream s(config);
+  for (int i = 0; i < 16; ++i) s.feed(1 + i % 3);  // shown moving
+  for (int cycle = 0; cycle < 60; ++cycle) {
+    for (int i = 0; i < 3; ++i) s.feed(7, 0);  // a run of two still observations at 7
+    s.t += 0.1;
+    s.model.observe(Observation{s.t, 0, 0, 2, 11, false, 11, 0}, 0);  // two ranks read, elsewhere
+  }
+  StasisDecision d;
+  for (int i = 0; i < 10; ++i) d = s.feed(7, 0);
+  ASSERT_TRUE(d.early_applies);
+  EXPECT_NEAR(d.early_needed, config.early_min_seconds * config.early_habit_factor, 1e-9);
+}
+
 // With the progress library every rank's count of completed MPI calls is part of its place, so a
 // loop around one MPI call site moves with every call it completes, and a set that stands still
 // from its first observation (a deadlock at the job's first MPI call) is judged after the rule's
