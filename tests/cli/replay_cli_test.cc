@@ -153,6 +153,11 @@ TEST_F(ReplayCli, BadInputGivesAClearErrorAndStatus2) {
   auto missing = run("replay " + (dir_ / "nope.jsonl").string());
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("cannot read"), std::string::npos) << missing.out;
+  // A directory opens as a file does, and read as an empty trace it said "verdict: no hang".
+  auto directory = run("replay " + dir_.string());
+  EXPECT_EQ(directory.status, 2);
+  EXPECT_NE(directory.out.find("cannot read " + dir_.string() + ": Is a directory"), std::string::npos)
+      << directory.out;
 
   const auto path = (dir_ / "bad.jsonl").string();
   std::ofstream(path) << R"({"t":0.4,"set":0,"n_out":1,"n":10})"

@@ -445,6 +445,13 @@ TEST(Run, AReportThatCannotBeWrittenGoesToTheLogAndTheHangIsStillActedOn) {
   EXPECT_NE(log.find("cannot be written"), std::string::npos) << log;                    // said at the start
   EXPECT_NE(log.find("verdict:   HANG (computation error)"), std::string::npos) << log;  // the report
   EXPECT_NE(log.find("faulty:    rank 2"), std::string::npos) << log;
+  // Every file of the report fails for the same directory: the log says so once.
+  std::size_t said = 0;
+  for (auto at = log.find("report: cannot create the directory"); at != std::string::npos;
+       at = log.find("report: cannot create the directory", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << log;
   EXPECT_TRUE(run.process().descendants().empty());
 }
 

@@ -94,6 +94,37 @@ TEST(JobOptions, NonFiniteNumbersAreRefused) {
   EXPECT_EQ(options.grace, 2.5);
 }
 
+// CLI::Range said "Value abc not in range 0.000000 to 0.500000" for --alpha abc, and printed the
+// bound 1e-12 as 0.000000, so "--alpha 0" read as in range. The same words reach a batch job's
+// --parastack=alpha=... and a site file.
+TEST(JobOptions, ABadNumberIsRefusedInWordsTheUserCanActOn) {
+  const auto refusal = [](const std::string& option, const std::string& value) {
+    watch::WatchOptions options;
+    CLI::App app;
+    add_watch_options(app, options);
+    try {
+      app.parse(std::vector<std::string>{value, "--" + option});
+    } catch (const CLI::ValidationError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal("alpha", "abc"), "--alpha: 'abc' is not a number");
+  EXPECT_EQ(refusal("alpha", "0"), "--alpha: 0 is outside [1e-12, 0.5]");
+  EXPECT_EQ(refusal("alpha", "0.6"), "--alpha: 0.6 is outside [1e-12, 0.5]");
+  EXPECT_EQ(refusal("alpha", "1e-12"), "accepted");
+  EXPECT_EQ(refusal("alpha", "0.5"), "accepted");
+  EXPECT_EQ(refusal("interval", "-1"), "--interval: -1 is not above 0");
+  EXPECT_EQ(refusal("interval", "0"), "--interval: 0 is not above 0");
+  EXPECT_EQ(refusal("interval", "1e-3"), "accepted");
+  EXPECT_EQ(refusal("ranks", "2.5"), "--ranks: '2.5' is not a whole number");
+  EXPECT_EQ(refusal("ranks", "0"), "--ranks: 0 is outside [1, 10000]");
+  EXPECT_EQ(refusal("ranks", "10000"), "accepted");
+  EXPECT_EQ(refusal("grace", "3601"), "--grace: 3601 is outside [0, 3600]");
+  EXPECT_EQ(refusal("grace", "0"), "accepted");
+  EXPECT_EQ(refusal("grace", "inf"), "--grace: 'inf' is not a number");
+}
+
 TEST(PathPatterns, EachPatternIsReplacedAndAPercentSignIsWrittenTwice) {
   const PathFields fields{.job = "1234.0", .host = "node7", .pid = "42", .user = "ada"};
   EXPECT_EQ(expand_path_pattern("hangs/%u/%j-%h-%p.json", fields), "hangs/ada/1234.0-node7-42.json");

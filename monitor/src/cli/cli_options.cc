@@ -1,7 +1,9 @@
 // Options shared by parastack and parastack-monitor.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.h"
 #include "cli/path_patterns.h"
@@ -24,6 +26,47 @@ const CLI::Validator& finite_number() {
 
 namespace {
 
+bool is_number(const std::string& text, double& value) {
+  return CLI::detail::lexical_cast(text, value) && std::isfinite(value);
+}
+
+}  // namespace
+
+CLI::Validator number_from(double min, double max) {
+  return {[min, max](std::string& text) {
+            double value = 0;
+            if (!is_number(text, value)) return "'" + text + "' is not a number";
+            if (value < min || value > max) {
+              return max == std::numeric_limits<double>::max() ? fmt::format("{} is below {}", text, min)
+                                                               : fmt::format("{} is outside [{}, {}]", text, min, max);
+            }
+            return std::string();
+          },
+          max == std::numeric_limits<double>::max() ? fmt::format(">= {}", min) : fmt::format("in [{}, {}]", min, max)};
+}
+
+CLI::Validator positive_number() {
+  return {[](std::string& text) {
+            double value = 0;
+            if (!is_number(text, value)) return "'" + text + "' is not a number";
+            if (value <= 0) return text + " is not above 0";
+            return std::string();
+          },
+          "> 0"};
+}
+
+CLI::Validator whole_number_from(long long min, long long max) {
+  return {[min, max](std::string& text) {
+            long long value = 0;
+            if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a whole number";
+            if (value < min || value > max) return fmt::format("{} is outside [{}, {}]", text, min, max);
+            return std::string();
+          },
+          fmt::format("in [{}, {}]", min, max)};
+}
+
+namespace {
+
 // A report or log path: its % patterns are checked where the options are (at submission, for a
 // batch job), and expanded where the watcher knows what they stand for.
 const CLI::Validator& path_pattern() {
@@ -40,8 +83,7 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
       .add_option("--alpha", config.alarm.alpha,
                   "Significance level: the accepted probability of a false alarm (per job with "
                   "the default budget, per test with --budget per-test)")
-      ->check(CLI::Range(1e-12, 0.5))
-      ->check(finite_number())
+      ->check(number_from(1e-12, 0.5))
       ->capture_default_str();
   command
       .add_option_function<std::string>(
@@ -82,29 +124,25 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
   command
       .add_option("--stasis-min", config.stasis.early_min_seconds,
                   "The model-free stasis rule never fires on a standstill shorter than this, seconds")
-      ->check(CLI::PositiveNumber)
-      ->check(finite_number())
+      ->check(positive_number())
       ->capture_default_str();
   command
       .add_option("--horizon", config.alarm.horizon_seconds,
                   "Job length in seconds the per-job budget is planned for (longer jobs stay "
                   "covered)")
-      ->check(CLI::PositiveNumber)
-      ->check(finite_number())
+      ->check(positive_number())
       ->capture_default_str();
   command.add_option("--interval", config.initial_interval, "Initial sampling interval I, seconds")
-      ->check(CLI::PositiveNumber)
-      ->check(finite_number())
+      ->check(positive_number())
       ->capture_default_str();
   command.add_option("--max-interval", config.max_interval, "I never doubles beyond this, seconds")
-      ->check(CLI::PositiveNumber)
-      ->check(finite_number())
+      ->check(positive_number())
       ->capture_default_str();
   command.add_option("--sets", config.sets, "Disjoint monitored rank sets")
-      ->check(CLI::Range(1, 16))
+      ->check(whole_number_from(1, 16))
       ->capture_default_str();
   command.add_option("--turn", config.observations_per_turn, "Observations of one set before switching to the next")
-      ->check(CLI::Range(1, 100000))
+      ->check(whole_number_from(1, 100000))
       ->capture_default_str();
   command.add_option("--window", config.window, "Samples the model keeps per set (0: all)")->capture_default_str();
 }
@@ -112,7 +150,7 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
 void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
   add_model_options(command, options.watchdog.model);
   command.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
-      ->check(CLI::Range(1, 10000))
+      ->check(whole_number_from(1, 10000))
       ->capture_default_str();
   command
       .add_option_function<std::string>(
@@ -133,8 +171,7 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
       ->type_name("PATH")
       ->check(path_pattern());
   command.add_option("--grace", options.grace, "Seconds between SIGTERM and SIGKILL with action kill")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->check(finite_number())
+      ->check(number_from(0.0, 3600.0))
       ->capture_default_str();
   command
       .add_option("--log-file", options.log_file,
@@ -151,7 +188,8 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
 void JobSelectorOptions::add_to(CLI::App& command) {
   slurm_ = command.add_option("--slurm-job", slurm_job_, "A Slurm job id (JOB.STEP: that step only)");
   pbs_ = command.add_option("--pbs-job", pbs_job_, "A PBS/Torque job id");
-  pid_ = command.add_option("--pid", launcher_, "The launcher's pid (mpirun, srun...)")->check(CLI::PositiveNumber);
+  pid_ = command.add_option("--pid", launcher_, "The launcher's pid (mpirun, srun...)")
+             ->check(whole_number_from(1, std::numeric_limits<int>::max()));
   slurm_->excludes(pbs_)->excludes(pid_);
   pbs_->excludes(pid_);
 }

@@ -57,6 +57,13 @@ class JobSelectorOptions {
 // behaviour (--grace nan at the kill, --interval nan between samples).
 const CLI::Validator& finite_number();
 
+// Numbers from the command line, a site file or a job's --parastack=..., refused in words the user
+// can act on: CLI::Range says "Value abc not in range 0.000000 to 0.500000" for a word, and prints
+// an alpha of 1e-12 as 0.000000. Each refuses what is not a (finite, whole) number first.
+CLI::Validator number_from(double min, double max);  // min <= x <= max
+CLI::Validator positive_number();                    // x > 0
+CLI::Validator whole_number_from(long long min, long long max);
+
 // Model options shared by every command that runs the model (--alpha, --budget, ...).
 void add_model_options(CLI::App& command, stats::ModelConfig& config);
 // The options of every entrance that watches a job (parastack run, parastack-monitor): the model's,

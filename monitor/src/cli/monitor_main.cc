@@ -300,14 +300,12 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
   app.add_option("--monitor-timeout", options.timeout,
                  "Seconds a monitor may take to answer before its node counts as lost (monitoring then "
                  "stops; the job runs on)")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->check(finite_number())
+      ->check(number_from(0.1, 86400.0))
       ->capture_default_str();
   app.add_option("--linger", options.linger,
                  "After a program ends, end monitoring if no other starts within this many seconds (0: "
                  "wait for the job's end)")
-      ->check(CLI::Range(0.0, 1e9))
-      ->check(finite_number());
+      ->check(number_from(0.0, 1e9));
   app.add_flag("--share-node", options.share_node,
                "Testing: monitors share one machine; monitor m of M takes the block of ranks r with "
                "r * M / world_size == m, as if each were on its own node");
@@ -315,11 +313,10 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
                "Do not watch: print the job's stacks from every node, merged into one call-graph prefix "
                "tree (parastack stacks across nodes), and exit");
   app.add_option("--stack-samples", options.stack_samples, "--stacks: samples per rank (more than 1: a 3D tree)")
-      ->check(CLI::Range(1, 10000))
+      ->check(whole_number_from(1, 10000))
       ->capture_default_str();
   app.add_option("--stack-interval", options.stack_interval, "--stacks: seconds between samples")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->check(finite_number())
+      ->check(number_from(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--stack-format", options.stack_format, "--stacks: text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))
@@ -343,7 +340,7 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
                  "it exits (SPANK plugin, pbs_parastack)");
   app.add_option("--hang-exit-status", options.hang_exit_status,
                  "Exit status of the monitors after a confirmed hang (the SPANK plugin asks for 0)")
-      ->check(CLI::Range(0, 255))
+      ->check(whole_number_from(0, 255))
       ->capture_default_str();
   app.add_option("--allowed-actions", options.allowed_actions,
                  "Comma-separated actions the site lets jobs choose (SPANK plugin's actions=)");

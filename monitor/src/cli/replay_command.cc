@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -115,6 +116,9 @@ void print_decision_text(const stats::Decision& d) {
 std::variant<std::vector<stats::Observation>, std::string> read_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) return "cannot read " + path + ": " + std::strerror(errno);
+  // A directory opens, and then reads as an empty trace: "no hang" for a path typed wrong.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) return "cannot read " + path + ": " + std::strerror(EISDIR);
   std::vector<stats::Observation> trace;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
@@ -125,6 +129,7 @@ std::variant<std::vector<stats::Observation>, std::string> read_trace(const std:
     }
     trace.push_back(std::get<stats::Observation>(parsed));
   }
+  if (in.bad()) return "cannot read " + path + ": " + std::strerror(errno);
   return trace;
 }
 

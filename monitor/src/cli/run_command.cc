@@ -214,8 +214,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   command
       ->add_option("--startup-timeout", options->startup_timeout,
                    "Seconds to wait for the first MPI rank before giving up watching")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->check(finite_number())
+      ->check(number_from(0.1, 86400.0))
       ->capture_default_str();
   command->add_flag("--mpi-progress", options->mpi_progress,
                     "Preload the MPI progress library into the ranks: at a communication hang the report names "

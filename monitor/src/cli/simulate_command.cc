@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -182,21 +183,21 @@ std::function<int()> add_simulate_command(CLI::App& app) {
   auto& c = options->campaign;
   command->add_option("--seed", c.seed, "Random seed (a campaign is reproducible)")->capture_default_str();
   command->add_option("--healthy-hours", c.healthy_hours_per_shape, "Healthy job-hours per workload")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_from(0, std::numeric_limits<double>::max()))
       ->capture_default_str();
   command->add_option("--hangs", c.hangs_per_shape, "Injected hangs per workload")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number_from(0, 1'000'000))
       ->capture_default_str();
   command->add_option("--ranks-sampled", c.sampled_ranks, "C: ranks per monitored set")
-      ->check(CLI::Range(1, 1000))
+      ->check(whole_number_from(1, 1000))
       ->capture_default_str();
   command
       ->add_option("--job-ranks", options->job_ranks,
                    "N: ranks of every simulated job (default: each shape's own, up to 1,000,000)")
-      ->check(CLI::Range(2, 10'000'000));
+      ->check(whole_number_from(2, 10'000'000));
   command
       ->add_option("--max-faulty-ranks", c.max_faulty_ranks, "A computation hang freezes 1 to this many random ranks")
-      ->check(CLI::Range(1, 1000))
+      ->check(whole_number_from(1, 1000))
       ->capture_default_str();
   command->add_option("--threads", c.threads, "Worker threads (0: one per core)")->capture_default_str();
   command->add_option("--shape", options->shapes, "Workload shape(s) to run (default: all)");
@@ -212,8 +213,7 @@ std::function<int()> add_simulate_command(CLI::App& app) {
   command->add_option("--trace-out", options->trace_out,
                       "Write one synthetic job's trace (JSON Lines) instead of running a campaign");
   command->add_option("--duration", options->duration, "Trace mode: job length, seconds")
-      ->check(CLI::PositiveNumber)
-      ->check(finite_number())
+      ->check(positive_number())
       ->capture_default_str();
   command->add_option("--hang-at", options->hang_at, "Trace mode: hang onset, seconds (default: none)");
   command->add_option("--fault", options->fault, "Trace mode: computation or deadlock")

@@ -1,6 +1,7 @@
 // parastack stack --pid PID: one rank's frames and state, like pstack.
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -63,7 +64,9 @@ std::function<int()> add_stack_command(CLI::App& app) {
   auto* command = app.add_subcommand("stack",
                                      "Print one process's stack and its IN_MPI / OUT_MPI state, like pstack. It is "
                                      "stopped only while its registers and stack top are copied.");
-  command->add_option("--pid", options->pid, "The process")->required()->check(CLI::PositiveNumber);
+  command->add_option("--pid", options->pid, "The process")
+      ->required()
+      ->check(whole_number_from(1, std::numeric_limits<int>::max()));
   command
       ->add_option("--threads", options->threads, "auto: every thread if the rank runs MPI_THREAD_MULTIPLE; main; any")
       ->check(CLI::IsMember({"auto", "main", "any"}))

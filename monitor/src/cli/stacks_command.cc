@@ -76,11 +76,10 @@ std::function<int()> add_stacks_command(CLI::App& app) {
                          "tree (STAT-style), with equivalence classes. Each sample stops a rank once.");
   options->job.add_to(*command);
   command->add_option("--samples", options->samples, "Samples per rank (more than 1: a 3D tree)")
-      ->check(CLI::Range(1, 10000))
+      ->check(whole_number_from(1, 10000))
       ->capture_default_str();
   command->add_option("--interval", options->interval, "Seconds between samples")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->check(finite_number())
+      ->check(number_from(0.0, 3600.0))
       ->capture_default_str();
   command->add_option("--format", options->format, "text, dot, svg (needs Graphviz) or json")
       ->check(CLI::IsMember({"text", "dot", "svg", "json"}))

@@ -153,13 +153,16 @@ std::optional<std::string> report_path_problem(const std::string& path) {
 bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::logger& log) {
   const std::string text = to_text(report);
   std::vector<std::string> problems;
-  if (auto e = os::write_file_atomically(paths.json, to_json(report).dump(2) + "\n")) problems.push_back(*e);
-  if (auto e = os::write_file_atomically(paths.text, text)) problems.push_back(*e);
+  const auto write = [&problems](const std::string& path, std::string_view content) {
+    // The files share a directory: one it cannot make is said once, not once per file.
+    auto e = os::write_file_atomically(path, content);
+    if (e && std::find(problems.begin(), problems.end(), *e) == problems.end()) problems.push_back(std::move(*e));
+  };
+  write(paths.json, to_json(report).dump(2) + "\n");
+  write(paths.text, text);
   if (report.stacks) {
-    if (auto e = os::write_file_atomically(paths.dot, report.stacks->dot)) problems.push_back(*e);
-    if (!report.stacks->svg.empty()) {
-      if (auto e = os::write_file_atomically(paths.svg, report.stacks->svg)) problems.push_back(*e);
-    }
+    write(paths.dot, report.stacks->dot);
+    if (!report.stacks->svg.empty()) write(paths.svg, report.stacks->svg);
   }
   if (problems.empty()) {
     log.info("report written: {} and {}", paths.json, paths.text);
