@@ -1395,6 +1395,29 @@ TEST_F(Mpi4py, AHealthyJobIsWatchedAndCompletesUntouched) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The spin above in a real 4-rank job under each CPython named (testing::test_pythons(): 3.11
+// flags a run's first frame, 3.12 ends it with a shim frame, 3.13 has no _PyCFrame and checks its
+// own offsets). The ring calls libmpi through ctypes (ps_ring.py, PS_RING_MPI=ctypes), since mpi4py
+// is built for Debian's python3 only: the rank loads libmpi with dlopen as its first MPI call
+// begins, after it may have been found and sampled.
+TEST(PythonRanks, ASpinInEachCPythonNamedIsFoundWithItsPythonFunction) {
+  for (const std::string& python : testing::test_pythons()) {
+    SCOPED_TRACE(python);
+    WatchedRun run({}, mpirun(4, {python, test_program("ps_ring.py"), "spin", "8"}, {"PS_RING_MPI=ctypes"}));
+    ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+    const json report = run.report();
+    ASSERT_FALSE(report.is_discarded()) << run.log();
+    const std::string stacks = report["stacks"]["text"].get<std::string>();
+    EXPECT_EQ(report["hang_type"], "computation") << stacks;
+    EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
+    EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
+    EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
+    EXPECT_NE(stacks.find("MPI_Allreduce"), std::string::npos) << stacks;  // where the others wait
+    for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+    EXPECT_TRUE(run.process().descendants().empty());
+  }
+}
+
 // MPICH (Debian's mpich: mpiexec.hydra, ranks known by PMI_RANK), programs built with mpicc.mpich.
 class Mpich : public ::testing::Test {
  protected:

@@ -1314,18 +1314,9 @@ TEST(RankState, AnMpiLibraryLoadedAfterTheRanksFirstSampleIsFound) {
 
 // The same spin without MPI, in each CPython whose structures differ (python_stack.h: 3.11 flags
 // a run's first frame, 3.12 ends it with a shim frame, 3.13 has no _PyCFrame and checks its own
-// offsets): Debian's python3 (3.11) always, and every interpreter named in PARASTACK_TEST_PYTHONS
-// (colon-separated paths). Debian 12 packages no other CPython, so CI runs 3.11 only;
-// docs/sampler.md has the command that ran pyenv's 3.12.1 and 3.13.0 through it.
+// offsets): testing::test_pythons().
 TEST(SampledPath, ASpinInEachCPythonNamedKeepsOnePath) {
-  std::vector<std::string> pythons{"/usr/bin/python3"};
-  if (const char* more = std::getenv("PARASTACK_TEST_PYTHONS")) {
-    std::stringstream list(more);
-    for (std::string python; std::getline(list, python, ':');) {
-      if (!python.empty()) pythons.push_back(python);
-    }
-  }
-  for (const std::string& python : pythons) {
+  for (const std::string& python : testing::test_pythons()) {
     SCOPED_TRACE(python);
     testing::ChildProcess spin({python, test_program("ps_ring.py"), "alone"}, testing::mpi_test_environment());
     StackSampler sampler;

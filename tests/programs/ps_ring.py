@@ -18,6 +18,10 @@ process's global scope, where a PMPI tool preloaded with LD_PRELOAD first looks 
                                  spin does (for interpreters without mpi4py); it writes rank.1
                                  and fault.1
 
+With PS_RING_MPI=ctypes the ring calls libmpi (Open MPI's libmpi.so.40) through ctypes instead of
+mpi4py, whose module is built for one interpreter only (Debian's): so any CPython runs it, a
+pyenv or conda 3.12 or 3.13 among them. The same job, the same faults.
+
 With PS_READY_DIR set, each rank writes rank.N (its pid) there once MPI is up, and the faulty rank
 writes fault.RANK as its fault begins (tests/programs/ready_file.h). With PS_RING_IMPORT_AFTER=FILE
 each rank first writes python.N (N from OMPI_COMM_WORLD_RANK) and imports mpi4py, which loads
@@ -39,6 +43,76 @@ def write_ready_file(name):
     os.rename(temporary, path)
 
 
+class CtypesComm:
+    """The few calls of mpi4py's COMM_WORLD this ring makes, on integers, through ctypes."""
+
+    MAX = "ompi_mpi_op_max"
+
+    def __init__(self):
+        import ctypes
+
+        self.c = ctypes
+        # RTLD_GLOBAL, as mpicc's programs have it: Open MPI's components, loaded by MPI_Init,
+        # find the library's symbols in the global scope.
+        self.lib = ctypes.CDLL("libmpi.so.40", mode=ctypes.RTLD_GLOBAL)
+        self.world = self.handle("ompi_mpi_comm_world")
+        self.long = self.handle("ompi_mpi_long")
+        self.check(self.lib.MPI_Init(None, None), "MPI_Init")
+
+    def handle(self, symbol):  # Open MPI's handles are the addresses of its predefined objects
+        return self.c.c_void_p(self.c.addressof(self.c.c_char.in_dll(self.lib, symbol)))
+
+    @staticmethod
+    def check(code, call):
+        if code != 0:
+            raise RuntimeError("%s failed: %d" % (call, code))
+
+    def Get_rank(self):
+        rank = self.c.c_int()
+        self.check(self.lib.MPI_Comm_rank(self.world, self.c.byref(rank)), "MPI_Comm_rank")
+        return rank.value
+
+    def Get_size(self):
+        size = self.c.c_int()
+        self.check(self.lib.MPI_Comm_size(self.world, self.c.byref(size)), "MPI_Comm_size")
+        return size.value
+
+    def allreduce(self, value, op):
+        mine, total = self.c.c_long(value), self.c.c_long()
+        self.check(
+            self.lib.MPI_Allreduce(
+                self.c.byref(mine), self.c.byref(total), 1, self.long, self.handle(op), self.world
+            ),
+            "MPI_Allreduce",
+        )
+        return total.value
+
+    def isend(self, value, dest, tag):
+        comm, buffer, request = self, self.c.c_long(value), self.c.c_void_p()
+        self.check(
+            self.lib.MPI_Isend(self.c.byref(buffer), 1, self.long, dest, tag, self.world, self.c.byref(request)),
+            "MPI_Isend",
+        )
+
+        class Request:
+            def wait(self):
+                comm.check(comm.lib.MPI_Wait(comm.c.byref(request), None), "MPI_Wait")
+                buffer.value  # kept alive until the send is complete
+
+        return Request()
+
+    def recv(self, source, tag):
+        buffer = self.c.c_long()
+        self.check(self.lib.MPI_Recv(self.c.byref(buffer), 1, self.long, source, tag, self.world, None), "MPI_Recv")
+        return buffer.value
+
+    def Barrier(self):
+        self.check(self.lib.MPI_Barrier(self.world), "MPI_Barrier")
+
+    def finalize(self):
+        self.check(self.lib.MPI_Finalize(), "MPI_Finalize")
+
+
 def converge(x):
     while True:  # the bug: the residual never falls below the tolerance
         x = (x * 31 + 7) % 1000003
@@ -56,11 +130,17 @@ def main():
         write_ready_file("python.%s" % os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
         while not os.path.exists(import_after):
             time.sleep(0.01)
-    from mpi4py import MPI
+    if os.environ.get("PS_RING_MPI") == "ctypes":
+        comm = CtypesComm()
+        maximum = CtypesComm.MAX
+    else:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        maximum = MPI.MAX
 
     mode, seconds = sys.argv[1], float(sys.argv[2])
     faulty = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     right, left = (rank + 1) % size, (rank - 1) % size
     write_ready_file("rank.%d" % rank)
@@ -75,7 +155,7 @@ def main():
                 converge(iterations)
             time.sleep(1e9)
         # Everyone agrees on when to stop, so that all leave the loop at the same iteration.
-        done = comm.allreduce(1 if time.monotonic() - start >= end else 0, op=MPI.MAX)
+        done = comm.allreduce(1 if time.monotonic() - start >= end else 0, op=maximum)
         if done:
             break
         sink = sum(i * i for i in range(2000))  # a little work outside MPI
@@ -90,6 +170,8 @@ def main():
         comm.Barrier()
     elif rank == 0:
         print("ring ok", iterations, flush=True)
+    if isinstance(comm, CtypesComm):
+        comm.finalize()  # mpi4py finalizes at exit
 
 
 main()

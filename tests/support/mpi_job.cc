@@ -145,6 +145,17 @@ std::vector<std::string> mpi_test_environment() {
           "OMPI_MCA_orte_tmpdir_base=" + session_base.path().string()};
 }
 
+std::vector<std::string> test_pythons() {
+  std::vector<std::string> pythons{"/usr/bin/python3"};
+  if (const char* more = std::getenv("PARASTACK_TEST_PYTHONS")) {
+    std::stringstream list(more);
+    for (std::string python; std::getline(list, python, ':');) {
+      if (!python.empty()) pythons.push_back(python);
+    }
+  }
+  return pythons;
+}
+
 std::vector<std::string> monitors_mpirun_environment(const std::filesystem::path& session_dir) {
   auto environment = mpi_test_environment();
   environment.push_back("OMPI_MCA_orte_top_session_dir=" + session_dir.string());

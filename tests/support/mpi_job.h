@@ -91,6 +91,11 @@ std::string read_file(const std::filesystem::path& path);
 // The environment every test job gets: run as root, yield when idle (ranks outnumber cores).
 std::vector<std::string> mpi_test_environment();
 
+// The CPython interpreters a Python test runs under: Debian's python3 (3.11) always, then every
+// path in PARASTACK_TEST_PYTHONS (colon-separated). Debian 12 packages no other CPython, so CI runs
+// 3.11 only; docs/sampler.md has the command that ran pyenv's 3.12 and 3.13 through them.
+std::vector<std::string> test_pythons();
+
 // The environment of an mpirun of parastack-monitor started beside the job's own mpirun, as
 // docs/user-guide.md says: a session directory of its own (SESSION_DIR, which Open MPI creates and
 // removes), or Open MPI 4's start-up clean-up can make either mpirun fail.
