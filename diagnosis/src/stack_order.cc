@@ -9,11 +9,21 @@
 namespace parastack::diagnosis {
 namespace {
 
+// The last three named frames, "..." where frames are left out: an unnamed frame (a stripped
+// library's, libffi's under a Python ctypes call) says nothing in a one-line summary ("... > ?? >
+// ?? > MPI_Allreduce"), and the tree in the report has every frame.
 std::string where_of(const std::vector<std::string>& path) {
-  std::string text;
-  const std::size_t from = path.size() > 3 ? path.size() - 3 : 0;
-  if (from > 0) text = "... > ";
-  for (std::size_t i = from; i < path.size(); ++i) text += (i > from ? " > " : "") + (path[i].empty() ? "??" : path[i]);
+  std::vector<std::size_t> shown;
+  for (std::size_t i = path.size(); i-- > 0 && shown.size() < 3;) {
+    if (!path[i].empty()) shown.insert(shown.begin(), i);
+  }
+  if (shown.empty()) return path.empty() ? std::string() : "??";
+  std::string text = shown.front() > 0 ? "... > " : "";
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    if (k > 0) text += shown[k] == shown[k - 1] + 1 ? " > " : " > ... > ";
+    text += path[shown[k]];
+  }
+  if (shown.back() + 1 < path.size()) text += " > ...";
   return text;
 }
 

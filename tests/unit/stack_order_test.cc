@@ -33,6 +33,22 @@ TEST(StackOrder, TheGroupAtTheEarlierCallSiteOfOneFunctionIsBehind) {
   EXPECT_NE(o.why.find("loop"), std::string::npos) << "the caveat must be stated";
 }
 
+// A group's one-line "where": its last three named frames. Unnamed ones (libffi's, between a
+// Python rank's ctypes call and MPI) were shown as "??" and crowded out the frames that say where.
+TEST(StackOrder, AGroupIsSummedUpByItsLastNamedFrames) {
+  const auto where = [](std::vector<std::string> path) {
+    const std::vector<RankStack> ranks{at(0, std::move(path), {})};
+    return order_by_stacks(ranks).groups.at(0).where;
+  };
+  EXPECT_EQ(where({"main", "MPI_Barrier"}), "main > MPI_Barrier");
+  EXPECT_EQ(where({"_start", "main", "step", "MPI_Recv"}), "... > main > step > MPI_Recv");
+  EXPECT_EQ(where({"main", "allreduce", "ffi_call", "", "", "MPI_Allreduce"}),
+            "... > allreduce > ffi_call > ... > MPI_Allreduce");
+  EXPECT_EQ(where({"main", "", "compute"}), "main > ... > compute");
+  EXPECT_EQ(where({"main", "compute", ""}), "main > compute > ...");
+  EXPECT_EQ(where({"", ""}), "??");
+}
+
 TEST(StackOrder, WhereInsideMpiARankWaitsDoesNotSplitAGroup) {
   std::vector<RankStack> ranks{at(0, {"main", "MPI_Barrier"}, {0x20, 0x111}),
                                at(1, {"main", "MPI_Barrier"}, {0x20, 0x222})};
