@@ -1331,6 +1331,25 @@ void expect_untouched_by_the_progress_library(const std::vector<std::string>& jo
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// ps_ring.py spin: rank 1 spins in converge(), found and named where its developer wrote it
+// (function and file), the others waiting in `others_wait_in` if given (mpi4py's allreduce of an
+// object is its own point-to-point calls); the job is killed.
+void expect_python_spin_of_rank_one_found(WatchedRun& run, const char* others_wait_in = nullptr) {
+  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  const std::string stacks = report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["hang_type"], "computation") << stacks;
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
+  EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
+  EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
+  if (others_wait_in) {
+    EXPECT_NE(stacks.find(others_wait_in), std::string::npos) << stacks;
+  }
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // Python's mpi4py loads libmpi with dlopen(RTLD_LOCAL), out of the preloaded library's sight.
 class Mpi4py : public ::testing::Test {
  protected:
@@ -1373,17 +1392,7 @@ TEST_F(Mpi4py, WithTheProgressLibraryADeadlockIsFoundAndItsRankNamed) {
 // (S = 0 in 70 % of observations), so the hang's S = 1/4 is no suspicion. Not found in 6 minutes.
 TEST_F(Mpi4py, ARankSpinningInPythonStandsStillAndIsFoundWithItsPythonFunction) {
   WatchedRun run({}, ring("spin", "8"));
-  ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
-  const json report = run.report();
-  ASSERT_FALSE(report.is_discarded()) << run.log();
-  const std::string stacks = report["stacks"]["text"].get<std::string>();
-  EXPECT_EQ(report["hang_type"], "computation") << stacks;
-  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
-  EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
-  // Where it spins, as its developer wrote it: the function and the file.
-  EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
-  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
-  EXPECT_TRUE(run.process().descendants().empty());
+  expect_python_spin_of_rank_one_found(run);
 }
 
 // And a healthy one is watched (its ranks move between Python places) and left to finish.
@@ -1404,17 +1413,7 @@ TEST(PythonRanks, ASpinInEachCPythonNamedIsFoundWithItsPythonFunction) {
   for (const std::string& python : testing::test_pythons()) {
     SCOPED_TRACE(python);
     WatchedRun run({}, mpirun(4, {python, test_program("ps_ring.py"), "spin", "8"}, {"PS_RING_MPI=ctypes"}));
-    ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
-    const json report = run.report();
-    ASSERT_FALSE(report.is_discarded()) << run.log();
-    const std::string stacks = report["stacks"]["text"].get<std::string>();
-    EXPECT_EQ(report["hang_type"], "computation") << stacks;
-    EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
-    EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
-    EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
-    EXPECT_NE(stacks.find("MPI_Allreduce"), std::string::npos) << stacks;  // where the others wait
-    for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
-    EXPECT_TRUE(run.process().descendants().empty());
+    expect_python_spin_of_rank_one_found(run, "MPI_Allreduce");
   }
 }
 
