@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 namespace parastack::diagnosis {
@@ -27,7 +28,23 @@ std::string where_of(const std::vector<std::string>& path) {
   return text;
 }
 
+// A Python frame is named "function (file:line)", its call site being its instruction's offset in
+// its code: the place without the line, so that one function waiting at two lines is one function
+// at two call sites, as a compiled one is.
+std::string_view function_of(std::string_view name) {
+  const auto colon = name.rfind(':');
+  if (name.empty() || name.back() != ')' || colon == std::string_view::npos || colon + 2 >= name.size() ||
+      name.find(" (") == std::string_view::npos) {
+    return name;
+  }
+  const auto line = name.substr(colon + 1, name.size() - colon - 2);
+  if (!std::all_of(line.begin(), line.end(), [](char c) { return c >= '0' && c <= '9'; })) return name;
+  return name.substr(0, colon);
+}
+
 std::string site_words(const StackGroup& g, std::size_t depth) {
+  const std::string& name = g.path[depth];
+  if (function_of(name).size() != name.size()) return name;  // a Python frame: its line says where
   char offset[32];
   std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(g.call_sites[depth]));
   return (g.path[depth].empty() ? "??" : g.path[depth]) + offset;
@@ -39,7 +56,7 @@ std::string site_words(const StackGroup& g, std::size_t depth) {
 std::optional<std::pair<std::size_t, bool>> code_order(const StackGroup& a, const StackGroup& b) {
   const std::size_t n = std::min(a.path.size(), b.path.size());
   for (std::size_t d = 0; d < n; ++d) {
-    if (a.path[d] != b.path[d]) return std::nullopt;  // parted in an indirect call: no order
+    if (function_of(a.path[d]) != function_of(b.path[d])) return std::nullopt;  // an indirect call: no order
     if (a.call_sites[d] == b.call_sites[d]) continue;
     if (a.call_sites[d] == 0 || b.call_sites[d] == 0 || a.path[d].empty()) return std::nullopt;
     return std::pair{d, a.call_sites[d] < b.call_sites[d]};

@@ -1386,6 +1386,24 @@ TEST_F(Mpi4py, WithTheProgressLibraryADeadlockIsFoundAndItsRankNamed) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// Without it, the stacks: rank 1 waits at an earlier line of main() than the others. A Python
+// frame's name carries its line, so until 2026-12-06 the two looked like two functions and the
+// report named nobody ("places the stacks cannot order").
+TEST_F(Mpi4py, WithoutTheProgressLibraryTheStacksNameTheDeadlocksRank) {
+  WatchedRun run({}, ring("deadlock", "3"));
+  ASSERT_EQ(run.wait(180s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  EXPECT_EQ(report["hang_type"], "communication");
+  const auto& behind = report["least_progressed"];
+  EXPECT_EQ(behind["source"], "stacks") << behind.dump();
+  EXPECT_EQ(behind["ranks"], json::array({1})) << behind.dump();
+  EXPECT_NE(behind["stacks"]["why"].get<std::string>().find("in code order rank(s) 1 wait at main ("),
+            std::string::npos)
+      << behind.dump();
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // A Python rank's place is its Python stack (sampler/python_stack.h). Its C stack is the
 // interpreter's, a new place at nearly every sample, so before 2026-12-05 a rank spinning in Python
 // never looked still; and S could not see it either: healthy, these ranks mostly wait in MPI

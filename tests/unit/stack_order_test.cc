@@ -49,6 +49,35 @@ TEST(StackOrder, AGroupIsSummedUpByItsLastNamedFrames) {
   EXPECT_EQ(where({"", ""}), "??");
 }
 
+// A Python frame's name carries its line ("main (ring.py:168)"), so one Python function waiting at
+// two lines looked like two functions, and the stacks never ordered a Python job's ranks, although
+// the frames carry their instruction offsets for that. Rank 1 waits in a receive at line 168, the
+// others in a barrier at line 170 (ps_ring.py deadlock, through ctypes).
+TEST(StackOrder, OnePythonFunctionWaitingAtTwoLinesIsInCodeOrder) {
+  const std::vector<std::string> module{"_PyEval_EvalFrameDefault", "<module> (/x/ring.py:177)"};
+  auto path = [&](const std::string& line, const std::string& mpi) {
+    auto p = module;
+    p.insert(p.end(), {"main (/x/ring.py:" + line + ")", mpi});
+    return p;
+  };
+  std::vector<RankStack> ranks;
+  for (Rank r : {0u, 2u, 3u}) ranks.push_back(at(r, path("170", "MPI_Barrier"), {0x10, 0x20, 0x1c8, 0}));
+  ranks.push_back(at(1, path("168", "MPI_Recv"), {0x10, 0x20, 0x1a4, 0}));
+  const auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.least_progressed.size(), 1u) << o.why;
+  EXPECT_EQ(o.groups[o.least_progressed[0]].ranks.to_ranges(), "1");
+  EXPECT_NE(o.why.find("rank(s) 1 wait at main (/x/ring.py:168), before rank(s) 0,2-3 at main (/x/ring.py:170)"),
+            std::string::npos)
+      << o.why;
+  // Two Python functions, or a Python frame beside a C one of the same text, are not ordered.
+  const std::vector<RankStack> apart{at(0, {"main (/x/a.py:3)", "MPI_Recv"}, {0x10, 0}),
+                                     at(1, {"other (/x/a.py:9)", "MPI_Recv"}, {0x20, 0})};
+  EXPECT_TRUE(order_by_stacks(apart).least_progressed.empty());
+  const std::vector<RankStack> not_python{at(0, {"f(int)", "MPI_Recv"}, {0x10, 0}),
+                                          at(1, {"f(long)", "MPI_Recv"}, {0x20, 0})};
+  EXPECT_TRUE(order_by_stacks(not_python).least_progressed.empty());
+}
+
 TEST(StackOrder, WhereInsideMpiARankWaitsDoesNotSplitAGroup) {
   std::vector<RankStack> ranks{at(0, {"main", "MPI_Barrier"}, {0x20, 0x111}),
                                at(1, {"main", "MPI_Barrier"}, {0x20, 0x222})};
