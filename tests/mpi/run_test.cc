@@ -1386,6 +1386,26 @@ TEST_F(Mpi4py, WithTheProgressLibraryADeadlockIsFoundAndItsRankNamed) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// A ring that calls libmpi through ctypes looks its functions up in libmpi itself, past the
+// preloaded library's wrappers: the page is never initialised. The report says so, and did not
+// tell the user to use the --mpi-progress they had used; the stacks still name the rank.
+TEST_F(Mpi4py, ARingCallingMpiThroughCtypesHasNoPageAndTheReportDoesNotAskForTheLibrary) {
+  WatchedRun run({"--mpi-progress", "--mpi-progress-library", PARASTACK_PROGRESS_LIB},
+                 mpirun(4, {"/usr/bin/python3", test_program("ps_ring.py"), "deadlock", "3"}, {"PS_RING_MPI=ctypes"}));
+  ASSERT_EQ(run.wait(180s), kExitHang) << run.log();
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << run.log();
+  const auto& behind = report["least_progressed"];
+  EXPECT_EQ(behind["pages_read"], 0) << behind.dump();
+  EXPECT_NE(behind["no_pages_why"].get<std::string>().find("not initialised"), std::string::npos) << behind.dump();
+  EXPECT_EQ(behind["ranks"], json::array({1})) << behind.dump();
+  const std::string text = read_file(run.dir() / "report.txt");
+  EXPECT_NE(text.find("MPI progress library: no page read (rank 0: the page is not initialised"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--mpi-progress names"), std::string::npos) << text;
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // Without it, the stacks: rank 1 waits at an earlier line of main() than the others. A Python
 // frame's name carries its line, so until 2026-12-06 the two looked like two functions and the
 // report named nobody ("places the stacks cannot order").

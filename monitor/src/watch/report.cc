@@ -94,8 +94,13 @@ std::string behind_text(const BehindAnalysis& b) {
       for (const auto& e : p.chain) out << "    rank " << e.from << " waits on rank " << e.to << ": " << e.why << "\n";
     }
   } else if (!b.no_pages_why.empty()) {
-    out << "  MPI progress library: not in the ranks (" << b.no_pages_why
-        << "); --mpi-progress names the least-progressed ranks of communication hangs\n";
+    out << "  MPI progress library: no page read (" << b.no_pages_why << ")";
+    // The hint is for a job run without the library. With it (a page never initialised: MPI
+    // called past its wrappers, as Python's ctypes does, or not Open MPI) the reason is the news.
+    if (b.no_pages_why.find("no progress library in the rank") != std::string::npos) {
+      out << "; --mpi-progress names the least-progressed ranks of communication hangs";
+    }
+    out << "\n";
   }
   out << "  stacks: " << b.stacks.why << "\n";
   for (std::size_t g = 0; g < b.stacks.groups.size() && g < 8; ++g) {
