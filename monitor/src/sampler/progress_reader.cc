@@ -62,7 +62,7 @@ std::optional<std::uint64_t> page_address(os::Pid pid, std::string& problem) {
     if (is_progress_library(m.path) && (library.empty() || m.path == library.front()->path)) library.push_back(&m);
   }
   if (library.empty()) {
-    problem = "no progress library in the rank";
+    problem = kNoProgressLibrary;
     return std::nullopt;
   }
   const std::string& path = library.front()->path;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "os/ids.h"
@@ -23,6 +24,9 @@ namespace parastack::sampler {
 // caught in the middle of a call's entry can be torn, whereas a rank polling in vain moves nothing
 // else (and must not be left without facts for it).
 std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::string& problem);
+
+// The problem when the rank has no progress library mapped: the report then suggests --mpi-progress.
+inline constexpr std::string_view kNoProgressLibrary = "no progress library in the rank";
 
 // The count of MPI calls a rank has completed (the page's `completed`), and whether it polled in
 // vain since the previous read, for every sample: where its page lies is found once per process

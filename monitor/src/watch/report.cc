@@ -7,6 +7,7 @@
 
 #include "parastack/diagnosis/rank_set.h"
 #include "parastack/diagnosis/render.h"
+#include "sampler/progress_reader.h"
 
 #include <algorithm>
 
@@ -97,7 +98,7 @@ std::string behind_text(const BehindAnalysis& b) {
     out << "  MPI progress library: no page read (" << b.no_pages_why << ")";
     // The hint is for a job run without the library. With it (a page never initialised: MPI
     // called past its wrappers, as Python's ctypes does, or not Open MPI) the reason is the news.
-    if (b.no_pages_why.find("no progress library in the rank") != std::string::npos) {
+    if (b.no_pages_why.find(sampler::kNoProgressLibrary) != std::string::npos) {
       out << "; --mpi-progress names the least-progressed ranks of communication hangs";
     }
     out << "\n";
