@@ -372,7 +372,8 @@ cmd_down() {
             sleep 0.1
         done
     done
-    # 5. wait until all of them are gone, zombies included (PID 1 reaps them)
+    # 5. wait until all of them are gone, zombies included: their reaper (PID 1, or a subreaper
+    #    such as the test binaries, whose SlurmCluster reaps them while this runs) must reap them
     for _ in $(seq 100); do
         pids=""
         for p in $allpids; do [ -e "/proc/$p" ] && pids+=" $p"; done

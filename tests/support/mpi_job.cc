@@ -103,8 +103,10 @@ std::set<pid_t>& owned_children() {
   return owned;
 }
 
-// Reaps the orphans re-parented to us, never another ChildProcess's own child: a waitpid(-1) here
-// once took the exit status of a job that had just ended, and its owner waited for it in vain.
+}  // namespace
+
+// Never another ChildProcess's own child: a waitpid(-1) here once took the exit status of a job that
+// had just ended, and its owner waited for it in vain.
 void reap_orphans() {
   std::set<pid_t> zombies;
   const auto parent_of = parent_links(zombies);
@@ -115,8 +117,6 @@ void reap_orphans() {
     }
   }
 }
-
-}  // namespace
 
 std::string test_program(const std::string& name) { return std::string(PARASTACK_TEST_PROGRAMS_DIR) + "/" + name; }
 

@@ -63,6 +63,11 @@ class ChildProcess {
   int status_ = -1;  // set once reaped
 };
 
+// Reaps the orphans re-parented to this process (a subreaper, so that a killed launcher's ranks
+// still come back to the test): zombies that no ChildProcess owns. Only we can reap them, so a
+// script that waits for such a process to be gone (cluster.sh down) waits for us.
+void reap_orphans();
+
 struct LaunchedRank {
   int rank = -1;
   pid_t pid = -1;
