@@ -123,7 +123,8 @@ std::optional<parastack_progress_page> read_progress_page(os::Pid pid, std::stri
   }
   first = second;
   if (first.magic != PARASTACK_PROGRESS_MAGIC) {
-    problem = first.magic == 0 ? "the page is not initialised (before MPI_Init, or not Open MPI)"
+    problem = first.magic == 0 ? "the page is not initialised (before MPI_Init, not Open MPI, or MPI called past "
+                                 "the library's wrappers, as through ctypes)"
                                : "the page has no valid magic number";
     return std::nullopt;
   }
