@@ -2,26 +2,33 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdio>
 #include <map>
 
 namespace parastack::stats {
 namespace {
 
-// "PMPI_Testall" -> "testall", "mpi_test_" -> "test", "MPI_IPROBE" -> "iprobe".
-std::string entry_name(std::string_view function) {
-  std::string name;
-  for (char c : function) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (name.starts_with("pmpi_"))
-    name.erase(0, 5);
-  else if (name.starts_with("mpi_"))
-    name.erase(0, 4);
-  while (!name.empty() && name.back() == '_') name.pop_back();  // Fortran bindings
-  return name;
+// MPI's names are ASCII: no locale (std::tolower was a quarter of the simulator's time).
+constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool same_letters(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
 }
 
-bool same_function(std::string_view a, std::string_view b) { return entry_name(a) == entry_name(b); }
+// "PMPI_Testall" -> "Testall", "mpi_test_" -> "test", "MPI_IPROBE" -> "IPROBE": compared without
+// regard to case, and without a copy (the simulator asks millions of times).
+std::string_view entry_name(std::string_view function) {
+  if (function.size() >= 5 && same_letters(function.substr(0, 5), "pmpi_")) {
+    function.remove_prefix(5);
+  } else if (function.size() >= 4 && same_letters(function.substr(0, 4), "mpi_")) {
+    function.remove_prefix(4);
+  }
+  while (!function.empty() && function.back() == '_') function.remove_suffix(1);  // Fortran bindings
+  return function;
+}
+
+bool same_function(std::string_view a, std::string_view b) { return same_letters(entry_name(a), entry_name(b)); }
 
 bool is_progress(const RankSnapshot& from, const RankSnapshot& to) {
   // The progress library's count: an MPI call completed in between (a polling rank whose test
@@ -63,14 +70,15 @@ bool is_polling_function(std::string_view mpi_function) {
     return false;
   }
   static constexpr std::array<std::string_view, 5> kPolling{"test", "testany", "testsome", "testall", "iprobe"};
-  const std::string name = entry_name(mpi_function);
-  return std::find(kPolling.begin(), kPolling.end(), name) != kPolling.end();
+  const std::string_view name = entry_name(mpi_function);
+  return std::any_of(kPolling.begin(), kPolling.end(),
+                     [&](std::string_view polling) { return same_letters(name, polling); });
 }
 
 namespace {
 
 // The entry's name without its prefix, when it is an MPI entry point at all.
-std::optional<std::string> mpi_entry_name(std::string_view function) {
+std::optional<std::string_view> mpi_entry_name(std::string_view function) {
   const bool mpi = function.starts_with("MPI_") || function.starts_with("PMPI_") || function.starts_with("mpi_") ||
                    function.starts_with("pmpi_");
   if (!mpi) return std::nullopt;
@@ -82,13 +90,13 @@ std::optional<std::string> mpi_entry_name(std::string_view function) {
 bool is_startup_function(std::string_view mpi_function) {
   if (mpi_function == "ompi_mpi_init") return true;
   const auto name = mpi_entry_name(mpi_function);
-  return name && (*name == "init" || *name == "init_thread");
+  return name && (same_letters(*name, "init") || same_letters(*name, "init_thread"));
 }
 
 bool is_shutdown_function(std::string_view mpi_function) {
   if (mpi_function == "ompi_mpi_finalize") return true;
   const auto name = mpi_entry_name(mpi_function);
-  return name && *name == "finalize";
+  return name && same_letters(*name, "finalize");
 }
 
 namespace {
@@ -97,30 +105,44 @@ bool in_polling_call(const RankSnapshot& s) {
   return s.state == RankState::InMpi && is_polling_function(s.mpi_function) && s.path != 0;
 }
 
-// Calls moved(evidence) for every step of rank i's snapshots that is progress: two known
-// snapshots in a row that is_progress() accepts, or the rank polling at a place other than where
-// it last polled, whatever was sampled in between (its loop's own work, most often). With the
-// progress library's counts on both, those alone decide: a wait that ended completed a call, so a
-// rank polling at two places with its count standing is in a loop that polls from both.
+// Calls moved(evidence) for every step of rank i's snapshots that is progress (RankMovement).
 template <typename Moved>
 void for_each_move(std::size_t i, const std::vector<RankSnapshot>& snapshots, Moved moved) {
-  const RankSnapshot* previous = nullptr;
-  const RankSnapshot* polled = nullptr;
+  RankMovement movement;
   for (std::size_t at = 0; at < snapshots.size(); ++at) {
-    const auto& snapshot = snapshots[at];
-    if (snapshot.state == RankState::Unknown) continue;
-    if (previous && is_progress(*previous, snapshot)) {
-      moved(ProgressEvidence{i, *previous, snapshot, at});
-    } else if (polled && in_polling_call(snapshot) && snapshot.path != polled->path &&
-               !(polled->mpi_completed && snapshot.mpi_completed)) {
-      moved(ProgressEvidence{i, *polled, snapshot, at, true});
+    if (auto move = movement.step(snapshots[at])) {
+      move->rank_index = i;
+      move->at = at;
+      moved(*move);
     }
-    previous = &snapshot;
-    if (in_polling_call(snapshot)) polled = &snapshot;
   }
 }
 
 }  // namespace
+
+// Two known snapshots in a row that is_progress() accepts, or the rank polling at a place other
+// than where it last polled, whatever was sampled in between (its loop's own work, most often).
+// With the progress library's counts on both, those alone decide: a wait that ended completed a
+// call, so a rank polling at two places with its count standing is in a loop that polls from both.
+std::optional<ProgressEvidence> RankMovement::step(const RankSnapshot& snapshot) {
+  if (snapshot.state == RankState::Unknown) return std::nullopt;
+  // Where it was last seen (the common case, and so where it last polled if it polls): no move.
+  if (previous_ && previous_->state == snapshot.state && previous_->path == snapshot.path &&
+      previous_->mpi_completed == snapshot.mpi_completed && previous_->mpi_polled == snapshot.mpi_polled &&
+      previous_->mpi_function == snapshot.mpi_function) {
+    return std::nullopt;
+  }
+  std::optional<ProgressEvidence> move;
+  if (previous_ && is_progress(*previous_, snapshot)) {
+    move = ProgressEvidence{0, *previous_, snapshot};
+  } else if (polled_ && in_polling_call(snapshot) && snapshot.path != polled_->path &&
+             !(polled_->mpi_completed && snapshot.mpi_completed)) {
+    move = ProgressEvidence{0, *polled_, snapshot, 0, true};
+  }
+  previous_ = snapshot;
+  if (in_polling_call(snapshot)) polled_ = snapshot;
+  return move;
+}
 
 std::optional<ProgressEvidence> find_progress(const std::vector<std::vector<RankSnapshot>>& series) {
   std::optional<ProgressEvidence> first;

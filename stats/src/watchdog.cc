@@ -128,7 +128,8 @@ Watchdog::Watchdog(const WatchdogConfig& config, int rank_count, std::uint64_t s
                 ? choose_sets(rank_count_, 1, rank_count_, rng_)
                 : choose_sets(rank_count_, config.model.sets, config.sampled_ranks, rng_)),
       model_(with_sets(config.model, sets_.size())),
-      streak_samples_(sets_.size()) {}
+      streak_samples_(sets_.size()),
+      standstills_(sets_.size()) {}
 
 std::optional<HangFinding> Watchdog::watch(JobProbe& probe, const WatchdogHooks& hooks, double until) {
   while (true) {
@@ -172,6 +173,7 @@ Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, double 
   observation.late_by = late_by;
   if (observation.finished > 0) finished_seen_at_ = t;
   observation.serial_end |= serial_end_;
+  follow_standstill(set, observation, targets);
   const Decision decision = model_.observe(observation);
   ++observations_;
   if (hooks.on_decision) hooks.on_decision(decision);
@@ -185,6 +187,37 @@ Decision Watchdog::record(const WatchdogHooks& hooks, int set, double t, double 
     streak.clear();
   }
   return decision;
+}
+
+void Watchdog::follow_standstill(int set, const Observation& observation, const std::vector<RankSnapshot>& targets) {
+  Standstill& watch = standstills_[static_cast<std::size_t>(set)];
+  watch.ranks.resize(targets.size());
+  bool moved = false;
+  for (std::size_t i = 0; i < targets.size(); ++i) moved |= watch.ranks[i].step(targets[i]).has_value();
+  // A late observation, or a gap in the watch, ends the measure: the set was not looked at.
+  const bool unbroken = watch.since >= 0 && observation.late_by <= config_.model.late_after &&
+                        observation.t - watch.last_t <= 2 * model_.interval() && !observation.serial_end;
+  if (unbroken && moved && watch.busy_waiting && watch.standing > 0) {
+    longest_healthy_freeze_ = std::max(longest_healthy_freeze_, observation.t - watch.since);
+  }
+  if (!unbroken || moved) {
+    watch.since = observation.t;
+    watch.busy_waiting = true;  // so far: no observation stood still since
+    watch.standing = 0;
+    watch.last_t = observation.t;
+    return;
+  }
+  ++watch.standing;
+  if (watch.busy_waiting) {
+    bool known = false, waiting = true;
+    for (std::size_t i = 0; i < targets.size() && waiting; ++i) {
+      if (targets[i].state == RankState::Unknown) continue;
+      known = true;
+      waiting = signatures_.busy_waiting(targets[i]);
+    }
+    watch.busy_waiting = waiting && known;
+  }
+  watch.last_t = observation.t;
 }
 
 std::optional<std::optional<HangFinding>> Watchdog::observe_set(JobProbe& probe, const WatchdogHooks& hooks, int set,

@@ -195,6 +195,71 @@ TEST(Watchdog, AJobItsNodeDoesNotLetRunIsNotJudged) {
   }
 }
 
+// Four ranks of a healthy polling code like ps_poller: each polls at the five waits of its step
+// (the halos', its sends', the global sum's), often caught in its work between polls. A sample
+// finds a polling rank where it yields, which on a busy node is the one wait that dominates,
+// iteration after iteration: for the first 3 s of every 20 s here, every sample finds every rank at
+// the same wait, a different one each time, though the job runs on (ps_poller beside another
+// polling job: 13 observations in a row, 1.4 s, while it made 2,500 iterations a second). The rest
+// of the time the samples show the ranks hop between the waits, and S is rarely 0.
+class PhaseLockedPollers : public JobProbe {
+ public:
+  static constexpr double kPeriod = 20, kLocked = 3;
+  static constexpr std::uint64_t kWaits = 5;
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < 300;
+  }
+  std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<RankSnapshot> states;
+    const bool locked = std::fmod(t_, kPeriod) < kLocked;
+    const auto lock = static_cast<std::uint64_t>(t_ / kPeriod) % kWaits;  // the wait this stretch locks to
+    const auto look = ++looks_;
+    for (int rank : ranks) {
+      const auto r = static_cast<std::uint64_t>(rank);
+      const std::uint64_t draw = mix64(mix64(r + 1) ^ look);
+      const auto wait = locked ? lock : static_cast<std::uint64_t>(to_unit(draw) * kWaits);
+      if (!locked && to_unit(mix64(draw)) < 0.4) {
+        states.push_back({RankState::OutMpi, {}, 0x7c0 + r});  // its work between two polls
+      } else {
+        states.push_back({RankState::InMpi, "MPI_Test", 0x700 + 0x1000 * wait + r});
+      }
+    }
+    return states;
+  }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
+
+ private:
+  double t_ = 0;
+  std::uint64_t looks_ = 0;
+};
+
+// Under a test made loose on purpose (alpha 0.5 for each test, as in the MPI test
+// Run.AHealthyPollingJobUnderALooseTestIsNeverConfirmedHung) every locked stretch after the first
+// raises an alarm within half a second, and verification must see the job move: it watches until
+// the run has outlasted 1.5 times the longest stretch a busy-waiting set stood still and then moved
+// (the first, at the start). Before, only freezes that verification had seen counted: the first
+// alarm's window closed 0.8 s into a 3-s stretch, the checks of all ranks ended a second later,
+// still in it, and the job was confirmed hung (the CI's false hang of 2026-12-06, in short).
+TEST(Watchdog, APollingJobWhoseSamplesLockToOneWaitForStretchesIsNotJudgedHung) {
+  WatchdogConfig config;
+  config.model.alarm.budget = AlarmBudget::PerTest;
+  config.model.alarm.alpha = 0.5;
+  PhaseLockedPollers probe;
+  std::vector<Alarm> alarms;
+  WatchdogHooks hooks;
+  hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+  Watchdog watchdog(config, 4, 7);
+  const auto finding = watchdog.watch(probe, hooks);
+
+  ASSERT_FALSE(finding.has_value()) << "a healthy polling job was confirmed hung at t=" << finding->confirmed_at
+                                    << " (evidence " << to_string(finding->decision.evidence) << ", onset "
+                                    << finding->decision.onset() << ") after " << alarms.size() << " alarm(s)";
+  EXPECT_GE(alarms.size(), 5u) << "the locked stretches hardly fired the model: the scenario tests little";
+  for (const Alarm& alarm : alarms) EXPECT_TRUE(alarm.slowdown) << alarm.evidence;
+}
+
 // A healthy 4-rank job like ps_solver's: rank 2 computes twice as long as the others, so it is
 // mostly found in its one compute loop, the others waiting for it in MPI. From `from` to `to` the
 // node stops running it (a virtual machine whose host took its CPUs away, a rank kept off the

@@ -75,6 +75,18 @@ struct ProgressEvidence {
   bool changed_place = false;
 };
 
+// Follows one rank's snapshots as they come, in time order, and says at which ones it moved: the
+// rules of find_progress below, one snapshot at a time (Unknown ones are skipped). The evidence's
+// rank_index and at are left 0 for the caller to fill in.
+class RankMovement {
+ public:
+  std::optional<ProgressEvidence> step(const RankSnapshot& snapshot);
+
+ private:
+  std::optional<RankSnapshot> previous_;  // the last known snapshot
+  std::optional<RankSnapshot> polled_;    // the last one in a polling call
+};
+
 // series[i] holds the snapshots of target i in time order. Unknown snapshots are skipped. Besides
 // (1) and (2) above, a rank in the same (non-polling) MPI call from another call site moved too,
 // when both its paths are known (RankSnapshot::path), so did a rank polling at another place than

@@ -69,7 +69,10 @@ struct WatchdogConfig {
   // After an alarm, fresh snapshots are taken for max(I, this x the evidence's duration) more.
   double verification_fraction = 0.5;
   // ... and for at least this many times the longest freeze that verification has seen end in this
-  // job (a straggler that stalls everyone for 20 s once will do it again).
+  // job (a straggler that stalls everyone for 20 s once will do it again), or that a set whose ranks
+  // all busy-waited showed between ordinary observations before it moved (a sample finds a polling
+  // rank where it yields, and on a busy node that is its longest wait, iteration after iteration:
+  // a healthy 4-rank poller's set looked still for 1.4 s while it ran 2,500 iterations a second).
   double freeze_margin = 1.5;
   int identification_rounds = 5;        // checks of all ranks after a confirmed hang (§4)
   double identification_spacing = 0.2;  // seconds between those checks
@@ -180,8 +183,19 @@ class Watchdog {
   std::vector<std::vector<Sampled>> streak_samples_;  // per set: its running streak's snapshots
   std::optional<int> last_alarm_set_;
   double last_t_ = 0;
-  double longest_healthy_freeze_ = 0;  // seconds, from alarms that verification saw end
-  double job_moved_at_ = -1;           // the latest movement a verification saw
+  double longest_healthy_freeze_ = 0;  // seconds, from alarms that verification saw end, and below
+  // Each set's ranks followed across observations, for the freezes of busy-waiting sets.
+  struct Standstill {
+    std::vector<RankMovement> ranks;
+    double since = -1;  // when the set was last seen moving, or when this unbroken watch of it began
+    double last_t = 0;
+    int standing = 0;           // observations after `since` (none moved)
+    bool busy_waiting = false;  // every known rank busy-waited at each of them
+  };
+  std::vector<Standstill> standstills_;
+  // Learns the freeze a set whose ranks all busy-waited came out of (WatchdogConfig::freeze_margin).
+  void follow_standstill(int set, const Observation& observation, const std::vector<RankSnapshot>& targets);
+  double job_moved_at_ = -1;  // the latest movement a verification saw
   // Work counters read while streaks run (at most one read a second) and at verifications' first
   // fresh snapshots, oldest first: a verification measures work from the earliest read since its
   // evidence began, not only over its own look (a few tenths of a second after early stasis).
