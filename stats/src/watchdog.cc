@@ -208,15 +208,9 @@ void Watchdog::follow_standstill(int set, const Observation& observation, const 
     return;
   }
   ++watch.standing;
-  if (watch.busy_waiting) {
-    bool known = false, waiting = true;
-    for (std::size_t i = 0; i < targets.size() && waiting; ++i) {
-      if (targets[i].state == RankState::Unknown) continue;
-      known = true;
-      waiting = signatures_.busy_waiting(targets[i]);
-    }
-    watch.busy_waiting = waiting && known;
-  }
+  // SetSignatures' own verdict: every known rank busy-waited (a counted poller is active: its
+  // count, not its stack, shows it moving).
+  watch.busy_waiting = watch.busy_waiting && observation.active_path == kEveryoneWaiting;
   watch.last_t = observation.t;
 }
 
