@@ -181,6 +181,8 @@ void control_slurm_job(watch::JobControl& control, const std::string& job, const
   control.terminate_how = "the job was cancelled (scancel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("cancelling job {} (scancel)", job);
+    log.flush();
+    os::await_output_taken(STDERR_FILENO, std::chrono::seconds(2));  // srun forwards these lines: not lost with it
     if (!os::slurm_cancel(job)) log.error("scancel {} failed; cancel the job by hand", job);
     return 0;
   };
@@ -204,6 +206,8 @@ void control_pbs_job(watch::JobControl& control, const std::string& job, const w
   control.terminate_how = "the job was deleted (qdel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("deleting job {} (qdel)", job);
+    log.flush();
+    os::await_output_taken(STDERR_FILENO, std::chrono::seconds(2));  // mpirun forwards these lines: not lost with it
     if (!os::pbs_delete(job)) log.error("qdel {} failed; delete the job by hand", job);
     return 0;
   };

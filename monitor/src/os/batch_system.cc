@@ -1,11 +1,15 @@
 #include "os/batch_system.h"
 
+#include <linux/sockios.h>
 #include <pwd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "os/run_program.h"
@@ -49,6 +53,21 @@ std::string user_name() {
 }
 
 bool pbs_delete(const std::string& job_id) { return run_program({"qdel", job_id}, 60s) == 0; }
+
+bool await_output_taken(int fd, std::chrono::milliseconds limit) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return true;
+  // A pipe's FIONREAD counts its unread bytes from either end; a socket's SIOCOUTQ those its peer
+  // has not taken yet (a Unix socket's until the reader consumes them, a TCP one's until acknowledged).
+  const unsigned long request = S_ISFIFO(st.st_mode) ? FIONREAD : SIOCOUTQ;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    int unread = 0;
+    if (::ioctl(fd, request, &unread) != 0 || unread <= 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(2ms);  // the reader's pace: no event tells the writer
+  }
+}
 
 void site_log(const std::string& line) {
   ::openlog("parastack", LOG_PID, LOG_USER);

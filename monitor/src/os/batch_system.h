@@ -3,6 +3,7 @@
 // qdel, sendmail) and syslog(3): no library, no root.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,14 @@ std::string send_mail(const std::string& mailer, const std::string& to, const st
 
 // qdel JOB (Torque, PBS, or Slurm's PBS front end): the job ends, this process too if it is the job's.
 bool pbs_delete(const std::string& job_id);
+
+// Waits, at most `limit`, until whoever reads `fd` has taken what was written to it, when `fd` is a
+// pipe or a socket: a monitor's stderr under mpirun (pbs_parastack) or srun (the SPANK plugin),
+// which forward it to the job's stderr. scancel and qdel end that reader with the job, and on a
+// busy node it may not have read the last lines yet (the one saying the job is being deleted was
+// lost so: CI, 2026-12-06). True when nothing is left unread, or `fd` is anything else (a file, a
+// terminal); false when the limit passed first.
+bool await_output_taken(int fd, std::chrono::milliseconds limit);
 
 // The name of the user this process runs as (local delivery of mail), or empty.
 std::string user_name();
