@@ -10,19 +10,30 @@
 #include <thread>
 
 #include "os/batch_system.h"
+#include "os/scoped_fd.h"
 
 namespace parastack::os {
 namespace {
 
 using namespace std::chrono_literals;
 
+// The two ends of a pipe or socket pair, closed with the test.
 struct Ends {
-  int fd[2] = {-1, -1};
-  ~Ends() {
-    for (int f : fd)
-      if (f >= 0) ::close(f);
-  }
+  ScopedFd write, read;
+  explicit Ends(const int fd[2]) : write(fd[1]), read(fd[0]) {}
 };
+
+Ends pipe_ends() {
+  int fd[2] = {-1, -1};
+  EXPECT_EQ(::pipe(fd), 0);
+  return Ends(fd);
+}
+
+Ends socket_ends() {
+  int fd[2] = {-1, -1};
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd), 0);
+  return Ends(fd);
+}
 
 std::string take(int fd, std::size_t n) {
   std::string got(n, '\0');
@@ -39,32 +50,29 @@ std::string take(int fd, std::size_t n) {
 const std::string kLine = "parastack 17:59:22.368 warning: deleting job 1 (qdel)\n";
 
 TEST(OutputTaken, APipesLastLineIsWaitedForUntilItsReaderTakesIt) {
-  Ends pipe;
-  ASSERT_EQ(::pipe(pipe.fd), 0);
-  ASSERT_EQ(::write(pipe.fd[1], kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
-  EXPECT_FALSE(await_output_taken(pipe.fd[1], 20ms)) << "nobody has read it";
-  EXPECT_EQ(take(pipe.fd[0], kLine.size()), kLine);
-  EXPECT_TRUE(await_output_taken(pipe.fd[1], 0ms));
+  const Ends pipe = pipe_ends();
+  ASSERT_EQ(::write(pipe.write.get(), kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
+  EXPECT_FALSE(await_output_taken(pipe.write.get(), 20ms)) << "nobody has read it";
+  EXPECT_EQ(take(pipe.read.get(), kLine.size()), kLine);
+  EXPECT_TRUE(await_output_taken(pipe.write.get(), 0ms));
 }
 
 TEST(OutputTaken, ItReturnsOnceAReaderTakesTheLine) {
-  Ends pipe;
-  ASSERT_EQ(::pipe(pipe.fd), 0);
-  ASSERT_EQ(::write(pipe.fd[1], kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
+  const Ends pipe = pipe_ends();
+  ASSERT_EQ(::write(pipe.write.get(), kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
   std::string forwarded;
-  std::thread reader([&] { forwarded = take(pipe.fd[0], kLine.size()); });
-  EXPECT_TRUE(await_output_taken(pipe.fd[1], 60s));
+  std::thread reader([&] { forwarded = take(pipe.read.get(), kLine.size()); });
+  EXPECT_TRUE(await_output_taken(pipe.write.get(), 60s));
   reader.join();
   EXPECT_EQ(forwarded, kLine);
 }
 
 TEST(OutputTaken, AUnixSocketsUntakenLineIsWaitedForToo) {
-  Ends pair;
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair.fd), 0);
-  ASSERT_EQ(::write(pair.fd[0], kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
-  EXPECT_FALSE(await_output_taken(pair.fd[0], 20ms)) << "the peer has not read it";
-  EXPECT_EQ(take(pair.fd[1], kLine.size()), kLine);
-  EXPECT_TRUE(await_output_taken(pair.fd[0], 0ms));
+  const Ends pair = socket_ends();
+  ASSERT_EQ(::write(pair.write.get(), kLine.data(), kLine.size()), static_cast<ssize_t>(kLine.size()));
+  EXPECT_FALSE(await_output_taken(pair.write.get(), 20ms)) << "the peer has not read it";
+  EXPECT_EQ(take(pair.read.get(), kLine.size()), kLine);
+  EXPECT_TRUE(await_output_taken(pair.write.get(), 0ms));
 }
 
 TEST(OutputTaken, AFileHasNothingToWaitFor) {

@@ -174,6 +174,13 @@ void mail_report(const std::string& mailer, const std::string& to, const std::st
   }
 }
 
+// Before scancel or qdel, which end the srun or mpirun that forwards this monitor's stderr to the
+// job's: that forwarder has read the lines so far (the last one says what is being done to the job).
+void let_the_job_read_its_last_lines(spdlog::logger& log) {
+  log.flush();
+  os::await_output_taken(STDERR_FILENO, std::chrono::seconds(2));
+}
+
 // A batch job under Slurm: Slurm ends it (every step, the batch script, these monitors too) and
 // records why; the owner learns it by mail. Report and mail go first: scancel ends this process.
 void control_slurm_job(watch::JobControl& control, const std::string& job, const watch::ReportPaths& paths,
@@ -181,8 +188,7 @@ void control_slurm_job(watch::JobControl& control, const std::string& job, const
   control.terminate_how = "the job was cancelled (scancel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("cancelling job {} (scancel)", job);
-    log.flush();
-    os::await_output_taken(STDERR_FILENO, std::chrono::seconds(2));  // srun forwards these lines: not lost with it
+    let_the_job_read_its_last_lines(log);
     if (!os::slurm_cancel(job)) log.error("scancel {} failed; cancel the job by hand", job);
     return 0;
   };
@@ -206,8 +212,7 @@ void control_pbs_job(watch::JobControl& control, const std::string& job, const w
   control.terminate_how = "the job was deleted (qdel " + job + ")";
   control.terminate = [job, &log](double) {
     log.warn("deleting job {} (qdel)", job);
-    log.flush();
-    os::await_output_taken(STDERR_FILENO, std::chrono::seconds(2));  // mpirun forwards these lines: not lost with it
+    let_the_job_read_its_last_lines(log);
     if (!os::pbs_delete(job)) log.error("qdel {} failed; delete the job by hand", job);
     return 0;
   };
