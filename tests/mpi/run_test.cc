@@ -930,6 +930,27 @@ TEST(Run, ARankSpinningThroughAnOpenMpRegionStandsStillAndIsFound) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// A code with a communication thread (MPI_THREAD_MULTIPLE; tests/programs/ps_hybrid.c, server:
+// every rank's server thread polls with MPI_Iprobe for ever, as Charm++'s comm thread and task
+// runtimes do) whose main threads then compute for 40 s with no MPI call. Each rank is IN_MPI on
+// its server thread (the paper's rule, §6), and until 2026-12-06 its place was the server's poll:
+// every rank stood still there for the whole phase, and the healthy job was confirmed hung,
+// "communication error: every rank waits in MPI" (at the default alpha 38 s into a 180-s phase
+// after 120 s of steps; here, under the loose test of AHealthyPollingJobUnderALooseTest..., 7.5 s
+// into the phase). A rank in MPI on one thread while another runs outside MPI has no known place
+// now (sampler/stack_sampler.cc, describe_rank), so the phase is no standstill.
+TEST(Run, AHealthyJobWhoseCommThreadPollsThroughALongComputationIsNotAHang) {
+  WatchedRun run({"--budget", "per-test", "--alpha", "0.5", "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_hybrid"), "server", "60", "10", "40"}));
+  ASSERT_EQ(run.wait(400s), 0) << tail(run.log());
+  EXPECT_EQ(run.log().find("HANG"), std::string::npos) << tail(run.log());
+  expect_completed_untouched_and_watched(run);
+  const std::string out = run.out();
+  std::smatch line;
+  ASSERT_TRUE(std::regex_search(out, line, std::regex(R"(steps (\d+) long-phase ([0-9.]+) elapsed)"))) << out;
+  EXPECT_GE(std::stod(line[2].str()), 40.0) << "the long phase did not happen";
+}
+
 // A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work
 // between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
 // hung. Watched for three minutes, it must never raise an alarm, not even one that verification

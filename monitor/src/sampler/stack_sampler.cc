@@ -355,18 +355,25 @@ ProcessImage* StackSampler::image_for(const os::ProcessIdentity& process, std::o
 namespace {
 
 // The thread that decides a rank's state (the first found in MPI, else the first sampled), and
-// whether some other thread could not be unwound.
+// whether some other thread could not be unwound, or was at work outside MPI.
 struct Deciding {
   os::Tid tid{0};
   std::optional<Unwound> unwound;
   std::optional<Classification> decision;
   bool unknown = false;
+  bool other_at_work = false;
 };
 
+// Every thread is sampled, also after one in MPI has decided: another one may be at work outside
+// MPI (running, not asleep as MPI's own helper threads are), and then the deciding thread's place
+// is not the rank's (describe_rank).
 Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::Tid>& threads,
                         const SampleOptions& options, RankSample& sample) {
   Deciding deciding;
+  const bool several = threads.size() > 1;
   for (const os::Tid tid : threads) {
+    const auto before = several ? os::read_thread_stat(pid, tid) : std::nullopt;
+    const bool running = before && before->state == 'R';
     ThreadResult thread = sample_thread(image, tid, options);
     sample.stopped += thread.stopped;
     sample.job_control_stopped |= thread.job_control_stopped;
@@ -380,11 +387,14 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     ++sample.threads_sampled;
     if (options.path == SamplePath::Bare) continue;
     const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
-    if (c.state == stats::RankState::InMpi) {
+    // Running and not in MPI: at work (or unreadable, which may be work too).
+    deciding.other_at_work |= running && c.state != stats::RankState::InMpi;
+    if (deciding.decision && deciding.decision->state == stats::RankState::InMpi) continue;
+    if (c.state == stats::RankState::InMpi) {  // one thread in MPI decides
       deciding.tid = tid;
       deciding.unwound = std::move(thread.unwound);
       deciding.decision = c;
-      break;  // one thread in MPI decides
+      continue;
     }
     deciding.unknown |= c.state == stats::RankState::Unknown;
     if (!deciding.unwound) {
@@ -398,7 +408,8 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
 
 // The rank's state, MPI call, path signature and (when asked) named frames, from its deciding thread.
 void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const Unwound& unwound,
-                   const Classification& decision, bool other_unknown, const SampleOptions& options) {
+                   const Classification& decision, bool other_unknown, bool other_at_work,
+                   const SampleOptions& options) {
   sample.state = decision.state;
   if (sample.state == stats::RankState::OutMpi && other_unknown) {
     sample.state = stats::RankState::Unknown;  // a thread we could not unwind might be in MPI
@@ -422,7 +433,13 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
   // unknown rather than a made-up one.
   const bool guessed_frames =
       !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]) && !image.vdso_unwind_table();
-  if (!guessed_frames) {
+  // In MPI on one thread (the paper's IN_MPI, §6) while another runs outside it: the rank's place
+  // is not the waiting thread's. A comm thread polling with MPI_Iprobe beside a main thread deep in
+  // a long computation would otherwise stand still at the poll for as long as the computation
+  // lasts, on every rank, and be confirmed hung (measured: a healthy job killed 38 s into such a
+  // phase). Unknown is never taken as "not moved".
+  const bool place_elsewhere = sample.state == stats::RankState::InMpi && other_at_work;
+  if (!guessed_frames && !place_elsewhere) {
     // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
     ProcessImage* in = &image;
     const std::uint64_t python = python_place(python_frames);
@@ -488,7 +505,8 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
 
   const Deciding deciding = sample_threads(*image, pid, threads, options, sample);
   if (!sample.failure && options.path != SamplePath::Bare && deciding.decision) {
-    describe_rank(sample, *image, deciding.tid, *deciding.unwound, *deciding.decision, deciding.unknown, options);
+    describe_rank(sample, *image, deciding.tid, *deciding.unwound, *deciding.decision, deciding.unknown,
+                  deciding.other_at_work, options);
   }
   sample.monitor_cpu = thread_cpu_now() - cpu_begin;
   return sample;
