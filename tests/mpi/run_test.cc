@@ -936,9 +936,9 @@ TEST(Run, ARankSpinningThroughAnOpenMpRegionStandsStillAndIsFound) {
 // its server thread (the paper's rule, §6), and until 2026-12-06 its place was the server's poll:
 // every rank stood still there for the whole phase, and the healthy job was confirmed hung,
 // "communication error: every rank waits in MPI" (at the default alpha 38 s into a 180-s phase
-// after 120 s of steps; here, under the loose test of AHealthyPollingJobUnderALooseTest..., 7.5 s
-// into the phase). A rank in MPI on one thread while another runs outside MPI has no known place
-// now (sampler/stack_sampler.cc, describe_rank), so the phase is no standstill.
+// after 120 s of steps; here, under the loose test of AHealthyPollingJobUnderALooseTest..., an
+// alarm 1.7 s into the phase, confirmed 1.3 s later). A rank in MPI on one thread while another runs outside MPI has no
+// known place now (sampler/stack_sampler.cc, describe_rank), so the phase is no standstill.
 TEST(Run, AHealthyJobWhoseCommThreadPollsThroughALongComputationIsNotAHang) {
   WatchedRun run({"--budget", "per-test", "--alpha", "0.5", "--log-level", "debug"},
                  mpirun(4, {test_program("ps_hybrid"), "server", "60", "10", "40"}));

@@ -10,10 +10,14 @@
  *                        written (Charm++'s comm thread, task runtimes): every rank's server thread
  *                        polls with MPI_Iprobe for ever and answers requests, while its main thread
  *                        computes in steps and, between steps, asks the next rank's server for a
- *                        value (an MPI_Test loop) and learns rank 0's decisions (MPI_Bcast).
+ *                        value (an MPI_Test loop) and learns rank 0's decisions (MPI_Allreduce).
  *                        At the first step after LONG_AT s every main thread computes for
  *                        LONG_SECONDS with no MPI call at all (a long phase). Ends after SECONDS;
- *                        rank 0 prints "steps N long-phase L elapsed E".
+ *                        rank 0 prints "steps N long-phase L elapsed E". With
+ *                        PS_HYBRID_DEAF=R:AFTER rank R's server stops answering AFTER s in (it
+ *                        probes for a tag nobody sends, a lost request): the previous rank's main
+ *                        thread polls for its reply for ever, the others block in the next
+ *                        MPI_Allreduce, and every server polls on (a hang).
  * Each rank writes $PS_READY_DIR/rank.N once its threads are in place. */
 #include <mpi.h>
 #include <pthread.h>
@@ -50,16 +54,19 @@ static void* helper_compute(void* unused) {
 }
 
 /* The server mode. Its requests and replies travel on a communicator of their own. */
-enum { kTagRequest = 11, kTagReply = 12 };
+enum { kTagRequest = 11, kTagReply = 12, kTagNobodySends = 13 };
 static MPI_Comm server_comm;
 static atomic_int stop_serving;
+static int deaf; /* this rank's server stops answering at deaf_at (PS_HYBRID_DEAF) */
+static double deaf_at;
 
 __attribute__((noinline)) static void* serve(void* unused) {
   (void)unused;
   while (!atomic_load(&stop_serving)) {
     int flag = 0;
     MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTagRequest, server_comm, &flag, &status);
+    const int tag = deaf && now() >= deaf_at ? kTagNobodySends : kTagRequest;
+    MPI_Iprobe(MPI_ANY_SOURCE, tag, server_comm, &flag, &status);
     if (!flag) continue;
     int value = 0;
     MPI_Recv(&value, 1, MPI_INT, status.MPI_SOURCE, kTagRequest, server_comm, MPI_STATUS_IGNORE);
@@ -108,6 +115,13 @@ static int run_server(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_dup(MPI_COMM_WORLD, &server_comm);
   const double start = now();
+  int deaf_rank = -1;
+  double deaf_after = 0;
+  const char* deaf_spec = getenv("PS_HYBRID_DEAF");
+  if (deaf_spec && sscanf(deaf_spec, "%d:%lf", &deaf_rank, &deaf_after) == 2 && deaf_rank == rank) {
+    deaf = 1;
+    deaf_at = start + deaf_after;
+  }
   pthread_t server;
   pthread_create(&server, NULL, serve, NULL);
   char name[64];
@@ -118,9 +132,13 @@ static int run_server(int argc, char** argv) {
   for (;;) {
     sink += relax_grid(30) + scan_table(20);
     value = ask_next_rank(value, rank, size);
-    /* Rank 0's clock decides, for everyone at once. */
-    int decide[2] = {now() - start >= seconds, !long_done && now() - start >= long_at};
-    MPI_Bcast(decide, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    /* Rank 0's clock decides, for everyone at once (the others add nothing to the maximum). */
+    int mine[2] = {0, 0}, decide[2];
+    if (rank == 0) {
+      mine[0] = now() - start >= seconds;
+      mine[1] = !long_done && now() - start >= long_at;
+    }
+    MPI_Allreduce(mine, decide, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     ++steps;
     if (decide[1]) {
       const double began = now();
