@@ -117,7 +117,9 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
   // before it stops: the sample, the watch and `parastack stacks` would all wait that long. Such a
   // thread is left alone. One that enters the wait between this look and the interrupt is waited
   // for: a window of microseconds.
-  if (const auto stat = read_thread_stat(pid, tid); stat && stat->state == 'D') return StopFailure::InKernel;
+  const auto before = read_thread_stat(pid, tid);
+  if (before && before->state == 'D') return StopFailure::InKernel;
+  const bool was_running = before && before->state == 'R';
   const auto refused = [&] {
     auto stat = read_thread_stat(pid, tid);
     if (stat && stat->state == 'Z') return StopFailure::Zombie;
@@ -160,16 +162,16 @@ std::variant<StoppedThread, StopFailure> StoppedThread::stop(const ProcessIdenti
   }
   const StopReport report = wait_for_stop(tid);
   if (replaced && report.kind != StopKind::Exited && report.kind != StopKind::Gone) {
-    StoppedThread(tid, report.kind == StopKind::SignalDelivery ? report.signal : 0, false).detach();
+    StoppedThread(tid, report.kind == StopKind::SignalDelivery ? report.signal : 0, false, false).detach();
     return StopFailure::Replaced;
   }
   switch (report.kind) {
     case StopKind::Interrupted:
-      return StoppedThread(tid, 0, false);
+      return StoppedThread(tid, 0, false, was_running);
     case StopKind::GroupStop:
-      return StoppedThread(tid, 0, true);
+      return StoppedThread(tid, 0, true, was_running);
     case StopKind::SignalDelivery:
-      return StoppedThread(tid, report.signal, false);
+      return StoppedThread(tid, report.signal, false, was_running);
     case StopKind::Exited:
     case StopKind::Gone:
       ptrace_detach(tid, 0);  // harmless if it is gone; reaps it if it is a zombie still traced
@@ -182,6 +184,7 @@ StoppedThread::StoppedThread(StoppedThread&& other) noexcept
     : tid_(other.tid_),
       pending_signal_(other.pending_signal_),
       job_control_stopped_(other.job_control_stopped_),
+      was_running_(other.was_running_),
       attached_(std::exchange(other.attached_, false)) {}
 
 void StoppedThread::detach() {

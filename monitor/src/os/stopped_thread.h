@@ -69,16 +69,22 @@ class StoppedThread {
 
   Tid tid() const { return tid_; }
   bool job_control_stopped() const { return job_control_stopped_; }
+  // Running (state R in /proc) at the look just before the stop: at work, or ready to be.
+  bool was_running() const { return was_running_; }
   // Detach now (idempotent); the destructor does it otherwise.
   void detach();
 
  private:
-  StoppedThread(Tid tid, int pending_signal, bool job_control_stopped)
-      : tid_(tid), pending_signal_(pending_signal), job_control_stopped_(job_control_stopped) {}
+  StoppedThread(Tid tid, int pending_signal, bool job_control_stopped, bool was_running)
+      : tid_(tid),
+        pending_signal_(pending_signal),
+        job_control_stopped_(job_control_stopped),
+        was_running_(was_running) {}
 
   Tid tid_;
   int pending_signal_ = 0;
   bool job_control_stopped_ = false;
+  bool was_running_ = false;
   bool attached_ = true;
 };
 

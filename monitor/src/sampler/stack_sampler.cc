@@ -205,6 +205,7 @@ struct ThreadResult {
   Unwound unwound;
   std::chrono::nanoseconds stopped{0};
   bool job_control_stopped = false;
+  bool was_running = false;  // state R just before the stop (never for one sampled without a stop: it waits)
 };
 
 // Copies the stack from capture.stack_start into capture.stack (up to its size); a failure that is
@@ -269,6 +270,7 @@ ThreadResult sample_thread(ProcessImage& image, os::Tid tid, const SampleOptions
     }
     auto& thread = std::get<os::StoppedThread>(stopped);
     result.job_control_stopped = thread.job_control_stopped();
+    result.was_running = thread.was_running();
     if (os::ptrace_get_regs(tid, capture.regs) != os::PtraceStatus::Ok) {
       result.failure = os::StopFailure::Exited;
       return result;  // thread's destructor detaches
@@ -365,15 +367,12 @@ struct Deciding {
 };
 
 // Every thread is sampled, also after one in MPI has decided: another one may be at work outside
-// MPI (running, not asleep as MPI's own helper threads are), and then the deciding thread's place
-// is not the rank's (describe_rank).
+// MPI (running at the look before its stop, not asleep as MPI's own helper threads are), and then
+// the deciding thread's place is not the rank's (describe_rank).
 Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::Tid>& threads,
                         const SampleOptions& options, RankSample& sample) {
   Deciding deciding;
-  const bool several = threads.size() > 1;
   for (const os::Tid tid : threads) {
-    const auto before = several ? os::read_thread_stat(pid, tid) : std::nullopt;
-    const bool running = before && before->state == 'R';
     ThreadResult thread = sample_thread(image, tid, options);
     sample.stopped += thread.stopped;
     sample.job_control_stopped |= thread.job_control_stopped;
@@ -388,7 +387,7 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     if (options.path == SamplePath::Bare) continue;
     const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
     // Running and not in MPI: at work (or unreadable, which may be work too).
-    deciding.other_at_work |= running && c.state != stats::RankState::InMpi;
+    deciding.other_at_work |= thread.was_running && c.state != stats::RankState::InMpi;
     if (deciding.decision && deciding.decision->state == stats::RankState::InMpi) continue;
     if (c.state == stats::RankState::InMpi) {  // one thread in MPI decides
       deciding.tid = tid;
