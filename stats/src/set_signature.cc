@@ -7,8 +7,9 @@ namespace {
 
 constexpr std::uint64_t kSignatureSeed = 0x9e3779b97f4a7c15ULL;
 
+// A rank at work outside MPI on another thread is never waiting, whatever its comm thread polls.
 bool in_polling_call(const RankSnapshot& s) {
-  return s.state == RankState::InMpi && is_polling_function(s.mpi_function);
+  return s.state == RankState::InMpi && !s.at_work_outside && is_polling_function(s.mpi_function);
 }
 
 std::uint64_t add_rank(std::uint64_t signature, std::size_t index, std::uint64_t path) {
@@ -34,7 +35,8 @@ std::uint64_t finish(std::uint64_t signature) {
 }  // namespace
 
 bool SetSignatures::busy_waiting(const RankSnapshot& s) const {
-  return in_polling_call(s) || (s.path != 0 && s.state != RankState::Unknown && is_polling_place(s.path));
+  return in_polling_call(s) ||
+         (!s.at_work_outside && s.path != 0 && s.state != RankState::Unknown && is_polling_place(s.path));
 }
 
 // Ranks whose path is unknown are left out of the signatures, as they are left out of S when their
@@ -60,8 +62,9 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
       ++finished;  // no path (the sampler gives it none): it sits there until the others come
       continue;
     }
-    const bool waits = busy_waiting(s) || (s.mpi_completed && s.mpi_polled);
-    computing |= s.state == RankState::OutMpi && !waits;
+    const bool waits = busy_waiting(s) || (!s.at_work_outside && s.mpi_completed && s.mpi_polled);
+    computing |= (s.state == RankState::OutMpi && !waits) || s.at_work_outside;
+    o.at_work_outside += s.at_work_outside ? 1 : 0;
     o.waiting_out += s.state == RankState::OutMpi && waits ? 1 : 0;
     counts += s.mpi_completed ? 1 : 0;
     const bool placed = s.path != 0 || (waits && s.mpi_completed);  // place_of() knows where it is

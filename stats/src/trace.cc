@@ -112,6 +112,12 @@ std::variant<Observation, TraceError> parse_trace_line(std::string_view line) {
       return TraceError{"needs 0 <= finished <= n - active_ranks"};
     }
   }
+  if (json.contains("at_work_outside")) {
+    if (!read_field(json, "at_work_outside", observation.at_work_outside, error)) return TraceError{error};
+    if (observation.at_work_outside < 0 || observation.at_work_outside > observation.n - observation.n_out) {
+      return TraceError{"needs 0 <= at_work_outside <= n - n_out"};
+    }
+  }
   if (auto serial_end = json.find("serial_end"); serial_end != json.end()) {
     if (!serial_end->is_boolean()) return TraceError{"\"serial_end\" must be true or false"};
     observation.serial_end = serial_end->get<bool>();
@@ -132,6 +138,7 @@ std::string format_trace_line(const Observation& o) {
   if (o.late_by > 0) json["late_by"] = o.late_by;
   if (o.finished != 0) json["finished"] = o.finished;
   if (o.waiting_out != 0) json["waiting_out"] = o.waiting_out;
+  if (o.at_work_outside != 0) json["at_work_outside"] = o.at_work_outside;
   if (o.serial_end) json["serial_end"] = true;
   if (o.path != 0 || o.active_path != 0) {
     // Written whenever there is stasis evidence, 0 included, so a replay never has to guess it.

@@ -937,8 +937,9 @@ TEST(Run, ARankSpinningThroughAnOpenMpRegionStandsStillAndIsFound) {
 // every rank stood still there for the whole phase, and the healthy job was confirmed hung,
 // "communication error: every rank waits in MPI" (at the default alpha 38 s into a 180-s phase
 // after 120 s of steps; here, under the loose test of AHealthyPollingJobUnderALooseTest..., an
-// alarm 1.7 s into the phase, confirmed 1.3 s later). A rank in MPI on one thread while another runs outside MPI has no
-// known place now (sampler/stack_sampler.cc, describe_rank), so the phase is no standstill.
+// alarm 1.7 s into the phase, confirmed 1.3 s later). A rank in MPI on one thread while another
+// runs outside MPI is at work outside MPI for stillness now (sampler/stack_sampler.cc,
+// describe_rank; RankSnapshot::at_work_outside), so the phase is no standstill.
 TEST(Run, AHealthyJobWhoseCommThreadPollsThroughALongComputationIsNotAHang) {
   WatchedRun run({"--budget", "per-test", "--alpha", "0.5", "--log-level", "debug"},
                  mpirun(4, {test_program("ps_hybrid"), "server", "60", "10", "40"}));
@@ -949,6 +950,35 @@ TEST(Run, AHealthyJobWhoseCommThreadPollsThroughALongComputationIsNotAHang) {
   std::smatch line;
   ASSERT_TRUE(std::regex_search(out, line, std::regex(R"(steps (\d+) long-phase ([0-9.]+) elapsed)"))) << out;
   EXPECT_GE(std::stod(line[2].str()), 40.0) << "the long phase did not happen";
+}
+
+// The same code hung: rank 2's server stops answering 5 s in (PS_HYBRID_DEAF, a lost request), so
+// rank 1's main thread polls for its reply for ever, the others block in the step's MPI_Allreduce,
+// and every server polls on. Until 2026-12-07 it was never found (200 s watched): healthy, each
+// rank was at its server's poll (or, from 2026-12-06, nowhere known) while its main thread
+// computed, so the blocked ranks' place was one the job had been seen to leave, where the
+// model-free rule never judges ranks blocked beside a busy-waiting one. With the ranks at work
+// beside their polls placed where they work, the hung place is new: the rule judges it, after
+// 16 x --stasis-min beside the busy-waiting rank (1 s here, so the test is short; 80 s by default).
+TEST(Run, ACodeWithACommThreadWhoseServerGoesDeafIsFoundHung) {
+  WatchedRun run({"--stasis-min", "1", "--log-level", "debug"},
+                 mpirun(4, {test_program("ps_hybrid"), "server", "100000"}, {"PS_HYBRID_DEAF=2:5"}));
+  ASSERT_EQ(run.wait(200s), kExitHang) << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["hang_type"], "communication") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["model"]["kind"], "early-stasis") << report["model"].dump();
+  EXPECT_GT(report["detected_at"].get<double>() - report["started_at"].get<double>(), 5.0);
+  // Before the fault the trace shows ranks at work beside their polls; from it on, none.
+  int at_work_before = 0;
+  std::istringstream trace(read_file(run.dir() / "report.trace.jsonl"));
+  for (std::string line; std::getline(trace, line);) {
+    const json o = json::parse(line, nullptr, false);
+    if (!o.is_discarded() && o.value("t", 100.0) < 4.0) at_work_before += o.value("at_work_outside", 0) > 0 ? 1 : 0;
+  }
+  EXPECT_GT(at_work_before, 0) << "no rank was seen at work beside its comm thread's poll";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
 }
 
 // A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work

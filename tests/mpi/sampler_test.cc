@@ -224,9 +224,16 @@ TEST(Sampler, ThreadMultipleRankIsInMpiWhenAnyThreadIs) {
   EXPECT_EQ(any.state, RankState::InMpi) << any.describe();
   EXPECT_EQ(any.mpi_function, "MPI_Recv");
   EXPECT_GE(any.threads_sampled, 2u);
+  // Its main thread computes meanwhile: IN_MPI for S, at work outside MPI for stillness, and placed
+  // (the receive's call site and the computing loop together).
+  EXPECT_TRUE(any.at_work_outside);
+  EXPECT_NE(any.path, 0u);
+  EXPECT_EQ(sampler.sample(pid).path, any.path) << "neither thread moved";
   SampleOptions main_only;
   main_only.threads = sampler::ThreadRule::MainThread;
-  EXPECT_EQ(settle(sampler, pid, RankState::OutMpi, main_only).state, RankState::OutMpi);
+  const auto main = settle(sampler, pid, RankState::OutMpi, main_only);
+  EXPECT_EQ(main.state, RankState::OutMpi);
+  EXPECT_FALSE(main.at_work_outside);
 }
 
 TEST(Sampler, FunneledRankIsJudgedByItsMainThread) {

@@ -206,6 +206,35 @@ TEST(SetSignatures, RanksInMpiFinalizeAreKnownAndBesideARankAtWorkMakeTheSerialE
   EXPECT_EQ(starting.active_path, 0u);
 }
 
+// A rank whose comm thread polls (MPI_Iprobe, so IN_MPI) while its main thread computes: S counts
+// it in MPI, as §6 says, but for stillness it works outside MPI, so a set of them is never the
+// still picture of a hang, and none of them is a busy-waiter left out of the active signature.
+TEST(SetSignatures, ARankAtWorkOnAnotherThreadIsInMpiForSButOutsideForStillness) {
+  SetSignatures signatures;
+  RankSnapshot working = in_mpi("MPI_Iprobe", 40);
+  working.at_work_outside = true;
+  RankSnapshot polled_in_vain = working;
+  polled_in_vain.mpi_completed = 3;
+  polled_in_vain.mpi_polled = true;
+  const auto o = signatures.observe(1, 0, {working, working, polled_in_vain, in_mpi("MPI_Allreduce", 12)});
+  EXPECT_EQ(o.n, 4);
+  EXPECT_EQ(o.n_out, 0);  // S
+  EXPECT_EQ(o.at_work_outside, 3);
+  EXPECT_FALSE(o.polling);
+  EXPECT_FALSE(signatures.is_polling_place(40));
+  EXPECT_EQ(o.active_ranks, 4);  // none waits, not even the one whose comm thread polled in vain
+  EXPECT_FALSE(few_outside(o));
+  EXPECT_FALSE(few_active_outside(o));
+  // One such rank of four is "few", as one computing rank is.
+  const auto p = signatures.observe(2, 0, {working, in_mpi("MPI_Recv", 10), in_mpi("MPI_Allreduce", 12), unknown});
+  EXPECT_EQ(p.at_work_outside, 1);
+  EXPECT_TRUE(few_outside(p));
+  EXPECT_TRUE(few_active_outside(p));
+  // Beside a rank in MPI_Finalize it is the job's serial end, as a computing rank is.
+  const auto q = signatures.observe(3, 0, {working, in_mpi("MPI_Finalize", 0), in_mpi("MPI_Finalize", 0), unknown});
+  EXPECT_TRUE(q.serial_end);
+}
+
 TEST(SetSignatures, PollingPlacesAreBounded) {
   SetSignatures signatures;
   for (std::uint64_t place = 1; place <= SetSignatures::kMaxPollingPlaces + 10; ++place) {

@@ -121,6 +121,21 @@ TEST(Trace, WaitingRanksOutsideMpiRoundTripAndOldTracesHaveNone) {
   }
 }
 
+// Ranks in MPI at work on another thread: written only when there were some, read back, never more
+// than the ranks in MPI.
+TEST(Trace, RanksAtWorkBesideMpiRoundTripAndOldTracesHaveNone) {
+  Observation o{3.25, 0, 1, 4, 0x9, false, 0xabc, 1, 4};
+  EXPECT_EQ(format_trace_line(o).find("at_work_outside"), std::string::npos);
+  o.at_work_outside = 3;
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(format_trace_line(o))).at_work_outside, 3);
+  EXPECT_EQ(std::get<Observation>(parse_trace_line(R"({"t":1,"set":0,"n_out":1,"n":4})")).at_work_outside, 0);
+  for (const char* bad : {R"({"t":1,"set":0,"n_out":1,"n":4,"at_work_outside":4})",
+                          R"({"t":1,"set":0,"n_out":1,"n":4,"at_work_outside":-1})",
+                          R"({"t":1,"set":0,"n_out":1,"n":4,"at_work_outside":true})"}) {
+    EXPECT_TRUE(std::holds_alternative<TraceError>(parse_trace_line(bad))) << bad;
+  }
+}
+
 // How late an observation came: written only when it was, read back, and never negative.
 TEST(Trace, LatenessRoundTripsAndOldTracesAreOnTime) {
   Observation o{3.25, 0, 1, 4};

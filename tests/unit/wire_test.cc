@@ -39,7 +39,7 @@ class FixedNodeWorker final : public node::NodeWorker {
     std::vector<stats::RankSnapshot> out;
     for (int l : local) {
       out.push_back(l == 0 ? stats::RankSnapshot{stats::RankState::InMpi, "MPI_Allreduce", 0xabcdef0123456789,
-                                                 std::uint64_t{1} << 50, true}
+                                                 std::uint64_t{1} << 50, true, true}
                            : stats::RankSnapshot{stats::RankState::OutMpi, "", 42, std::nullopt});
     }
     return out;
@@ -156,12 +156,14 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_EQ(snapshots[1].mpi_completed, std::uint64_t{1} << 50);
   EXPECT_TRUE(snapshots[1].mpi_polled);
   EXPECT_FALSE(snapshots[0].mpi_polled);
+  EXPECT_TRUE(snapshots[1].at_work_outside);
+  EXPECT_FALSE(snapshots[0].at_work_outside);
   // The first snapshot's progress flags lie after the count (4), state (1), empty call (4) and path
   // (8): unknown flag bits, or a count's bytes without its flag, are refused, not read as a count.
   const std::string reply = serve_request(worker, 0, snapshot_request({1, 0}));
   ASSERT_EQ(reply[17], '\0');
   std::string bad = reply;
-  bad[17] = 4;
+  bad[17] = 8;
   EXPECT_THROW(decode_snapshots(bad), WireError);
   bad = reply;
   bad[18] = 1;

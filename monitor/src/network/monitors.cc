@@ -157,7 +157,8 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       for (const auto& s : snapshots) {
         write_state(out, s.state);
         out.str(s.mpi_function).u64(s.path);
-        out.u8(static_cast<std::uint8_t>((s.mpi_completed ? 1 : 0) | (s.mpi_polled ? 2 : 0)));
+        out.u8(static_cast<std::uint8_t>((s.mpi_completed ? 1 : 0) | (s.mpi_polled ? 2 : 0) |
+                                         (s.at_work_outside ? 4 : 0)));
         out.u64(s.mpi_completed.value_or(0));
       }
       break;
@@ -307,12 +308,14 @@ std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
     s.state = read_state(in);
     s.mpi_function = in.str();
     s.path = in.u64();
-    // Bit 0: a count follows; bit 1: it polled in vain. Without a count its bytes are 0.
+    // Bit 0: a count follows; bit 1: it polled in vain; bit 2: at work outside MPI on another
+    // thread. Without a count its bytes are 0.
     const auto flags = in.u8();
     const auto completed = in.u64();
-    if (flags > 3 || (!(flags & 1) && completed != 0)) throw WireError("bad progress count in a snapshot");
+    if (flags > 7 || (!(flags & 1) && completed != 0)) throw WireError("bad progress count in a snapshot");
     if (flags & 1) s.mpi_completed = completed;
     s.mpi_polled = (flags & 2) != 0;
+    s.at_work_outside = (flags & 4) != 0;
   }
   in.finish();
   return snapshots;

@@ -12,6 +12,7 @@
 
 #include "os/proc.h"
 #include "os/remote_memory.h"
+#include "parastack/stats/random.h"
 #include "sampler/copied_memory.h"
 #include "sampler/path_signature.h"
 #include "sampler/process_image.h"
@@ -356,19 +357,26 @@ ProcessImage* StackSampler::image_for(const os::ProcessIdentity& process, std::o
 
 namespace {
 
-// The thread that decides a rank's state (the first found in MPI, else the first sampled), and
-// whether some other thread could not be unwound, or was at work outside MPI.
+// A thread that was running outside MPI (or could not be read) when sampled.
+struct ThreadAtWork {
+  os::Tid tid{0};
+  Unwound unwound;
+  Classification decision;
+};
+
+// The thread that decides a rank's state (the first found in MPI, else the first sampled), whether
+// some other thread could not be unwound, and the threads that were at work outside MPI.
 struct Deciding {
   os::Tid tid{0};
   std::optional<Unwound> unwound;
   std::optional<Classification> decision;
   bool unknown = false;
-  bool other_at_work = false;
+  std::vector<ThreadAtWork> at_work;
 };
 
 // Every thread is sampled, also after one in MPI has decided: another one may be at work outside
 // MPI (running at the look before its stop, not asleep as MPI's own helper threads are), and then
-// the deciding thread's place is not the rank's (describe_rank).
+// the rank is at work there too (describe_rank).
 Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::Tid>& threads,
                         const SampleOptions& options, RankSample& sample) {
   Deciding deciding;
@@ -386,28 +394,26 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     ++sample.threads_sampled;
     if (options.path == SamplePath::Bare) continue;
     const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
-    // Running and not in MPI: at work (or unreadable, which may be work too).
-    deciding.other_at_work |= thread.was_running && c.state != stats::RankState::InMpi;
-    if (deciding.decision && deciding.decision->state == stats::RankState::InMpi) continue;
-    if (c.state == stats::RankState::InMpi) {  // one thread in MPI decides
-      deciding.tid = tid;
-      deciding.unwound = std::move(thread.unwound);
-      deciding.decision = c;
-      continue;
-    }
     deciding.unknown |= c.state == stats::RankState::Unknown;
-    if (!deciding.unwound) {
+    // Running and not in MPI: at work (or unreadable, which may be work too). Only one beside a
+    // thread in MPI matters, but which thread decides is known only at the end.
+    if (threads.size() > 1 && thread.was_running && c.state != stats::RankState::InMpi) {
+      deciding.at_work.push_back({tid, thread.unwound, c});
+    }
+    if (deciding.decision && deciding.decision->state == stats::RankState::InMpi) continue;
+    if (c.state == stats::RankState::InMpi || !deciding.unwound) {  // one thread in MPI decides
       deciding.tid = tid;
       deciding.unwound = std::move(thread.unwound);
       deciding.decision = c;
     }
   }
+  if (!deciding.decision || deciding.decision->state != stats::RankState::InMpi) deciding.at_work.clear();
   return deciding;
 }
 
 // The rank's state, MPI call, path signature and (when asked) named frames, from its deciding thread.
 void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const Unwound& unwound,
-                   const Classification& decision, bool other_unknown, bool other_at_work,
+                   const Classification& decision, bool other_unknown, const std::vector<ThreadAtWork>& at_work,
                    const SampleOptions& options) {
   sample.state = decision.state;
   if (sample.state == stats::RankState::OutMpi && other_unknown) {
@@ -424,31 +430,44 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
     const std::size_t i = *decision.entry_frame;
     sample.mpi_function = image.describe(unwound.frames[i] - (i > 0 ? 1 : 0)).function;
   }
-  // A Python rank's place is its Python stack (python_stack.h), read now that it runs again.
-  const std::vector<PythonFrame> python_frames =
-      image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
-  // Without the vdso's unwind table (its image could not be read) the frames past a pc there
-  // (clock_gettime, often, in a timed loop) are guesses, so the path of such a sample stays
-  // unknown rather than a made-up one.
-  const bool guessed_frames =
-      !unwound.frames.empty() && image.vdso().contains(unwound.frames[0]) && !image.vdso_unwind_table();
-  // In MPI on one thread (the paper's IN_MPI, §6) while another runs outside it: the rank's place
-  // is not the waiting thread's. A comm thread polling with MPI_Iprobe beside a main thread deep in
-  // a long computation would otherwise stand still at the poll for as long as the computation
-  // lasts, on every rank, and be confirmed hung (measured: a healthy job killed 38 s into such a
-  // phase). Unknown is never taken as "not moved".
-  const bool place_elsewhere = sample.state == stats::RankState::InMpi && other_at_work;
-  if (!guessed_frames && !place_elsewhere) {
-    // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
-    ProcessImage* in = &image;
-    const std::uint64_t python = python_place(python_frames);
-    sample.path = path_signature(
-        unwound.frames, unwound.complete, {sample.state, decision.entry_frame}, sample.mpi_function,
+  // A thread's place: where its frames are, as path_signature reads them; a Python thread's place
+  // is its Python stack (python_stack.h), read now that it runs again. Without the vdso's unwind
+  // table (its image could not be read) the frames past a pc there (clock_gettime, often, in a
+  // timed loop) are guesses, so the place of such a sample stays unknown rather than a made-up one.
+  ProcessImage* in = &image;
+  const auto place_of = [&](const Unwound& frames, stats::RankState state, const Classification& classification,
+                            const std::vector<PythonFrame>& python) {
+    const bool guessed_frames =
+        !frames.frames.empty() && in->vdso().contains(frames.frames[0]) && !in->vdso_unwind_table();
+    if (guessed_frames) return std::uint64_t{0};
+    return path_signature(
+        frames.frames, frames.complete, {state, classification.entry_frame},
+        state == stats::RankState::InMpi ? sample.mpi_function : std::string(),
         [in](std::uint64_t address) { return in->function_start(address); },
         [in](std::uint64_t address) { return in->in_c_runtime(address); },
         [in](std::uint64_t address) { return in->in_mpi_wrapper(address); },
         [in](std::uint64_t address) { return in->in_openmp_runtime(address); },
-        [in](std::uint64_t address) { return in->in_python_interpreter(address); }, python);
+        [in](std::uint64_t address) { return in->in_python_interpreter(address); }, python_place(python));
+  };
+  const std::vector<PythonFrame> python_frames =
+      image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
+  // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
+  sample.path = place_of(unwound, sample.state, decision, python_frames);
+  // In MPI on one thread (the paper's IN_MPI, §6) while another runs outside it: the rank works
+  // there. A comm thread polling with MPI_Iprobe beside a main thread deep in a long computation
+  // would otherwise stand still at the poll, on every rank, for as long as the computation lasts,
+  // and be confirmed hung (measured: a healthy job killed 38 s into such a phase). So the rank is
+  // at work outside MPI for stillness, and its place is all those threads' places: the poll and
+  // where the computation is. One unknown place makes it unknown, which is never "not moved".
+  if (sample.state == stats::RankState::InMpi && !at_work.empty()) {
+    sample.at_work_outside = true;
+    for (const ThreadAtWork& thread : at_work) {
+      if (sample.path == 0) break;
+      const std::vector<PythonFrame> python =
+          image.runs_python() ? image.python_stack(thread.tid) : std::vector<PythonFrame>{};
+      const std::uint64_t place = place_of(thread.unwound, thread.decision.state, thread.decision, python);
+      sample.path = place == 0 ? 0 : stats::mix64(sample.path ^ stats::mix64(place ^ thread.tid.value));
+    }
   }
   if (!options.frames) return;
   for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
@@ -505,7 +524,7 @@ RankSample StackSampler::sample(const os::ProcessIdentity& process, const Sample
   const Deciding deciding = sample_threads(*image, pid, threads, options, sample);
   if (!sample.failure && options.path != SamplePath::Bare && deciding.decision) {
     describe_rank(sample, *image, deciding.tid, *deciding.unwound, *deciding.decision, deciding.unknown,
-                  deciding.other_at_work, options);
+                  deciding.at_work, options);
   }
   sample.monitor_cpu = thread_cpu_now() - cpu_begin;
   return sample;

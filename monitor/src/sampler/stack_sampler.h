@@ -76,7 +76,11 @@ struct RankSample {
   std::string note;                        // why Unknown, or anything unusual
   std::string mpi_function;                // the MPI call the application made (when IN_MPI)
   std::uint64_t path = 0;                  // call-path signature (path_signature.h); 0: unknown
-  std::vector<SampledFrame> frames;        // with SampleOptions::frames
+  // IN_MPI on one thread while another thread was running outside MPI (sampled thread by thread):
+  // IN_MPI for S (the paper's rule, §6), but for stillness a rank at work outside MPI, as a
+  // single-threaded rank computing is; `path` is then the place of all those threads.
+  bool at_work_outside = false;
+  std::vector<SampledFrame> frames;  // with SampleOptions::frames
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;
   bool thread_multiple = false;

@@ -29,6 +29,11 @@ struct Observation {
   // wait as surely as the ones seen in MPI_Test (§3.3 reads busy-waiting as IN_MPI), so they do
   // not make a set "many outside" (few_outside). 0 in traces without it.
   int waiting_out = 0;
+  // Ranks counted IN_MPI (n - n_out) that were at work outside MPI on another thread
+  // (RankSnapshot::at_work_outside): for stillness they are outside, as a computing rank is; a
+  // healthy code with a comm thread is "many outside" through a long computation. 0 in traces
+  // without it.
+  int at_work_outside = 0;
   // Ranks of the set in MPI_Finalize (set_signature.h): they have done their part of the job and
   // take part in no more communication. Beside ranks that all wait in MPI they count as known for
   // active_path, and none of them can be working unseen. 0 in traces without it.
@@ -61,12 +66,14 @@ struct Observation {
 // code was "many outside" at 4 ranks; the cut run was learned as healthy stillness and its place
 // could never fire again.)
 inline bool few_outside(const Observation& o) {
-  return o.n > 0 && o.n_out - o.waiting_out <= (o.n / 4 > 1 ? o.n / 4 : 1);
+  return o.n > 0 && o.n_out - o.waiting_out + o.at_work_outside <= (o.n / 4 > 1 ? o.n / 4 : 1);
 }
 inline bool has_active_rank(std::uint64_t active_path) { return active_path != 0 && active_path != kEveryoneWaiting; }
 inline bool has_active_rank(const Observation& o) { return has_active_rank(o.active_path); }
 
 // The same count of the active ranks only: a busy-waiting rank seen in its loop code waits.
-inline bool few_active_outside(const Observation& o) { return o.n > 0 && o.active_out <= (o.n / 4 > 1 ? o.n / 4 : 1); }
+inline bool few_active_outside(const Observation& o) {
+  return o.n > 0 && o.active_out + o.at_work_outside <= (o.n / 4 > 1 ? o.n / 4 : 1);
+}
 
 }  // namespace parastack::stats

@@ -53,6 +53,11 @@ struct RankSnapshot {
   // monitor last read its page. It is busy-waiting, wherever this sample found it: in the polling
   // call, in its loop, or in the work it does between two polls.
   bool mpi_polled = false;
+  // IN_MPI on one thread while another of its threads was running outside MPI (an
+  // MPI_THREAD_MULTIPLE rank whose comm thread polls while its main thread computes): IN_MPI in S
+  // (§6), but for stillness a rank at work outside MPI, never a busy-waiting one; `path` is then
+  // the place of all those threads.
+  bool at_work_outside = false;
 };
 
 // MPI_Test / PMPI_Test / mpi_test_ / MPI_TESTALL ... and MPI_Iprobe: the calls a waiting loop polls.
