@@ -96,7 +96,7 @@ std::vector<RankState> JobProbe::all_states(int rank_count) {
   std::iota(everyone.begin(), everyone.end(), 0);
   const auto snapshots = snapshot(everyone);
   std::vector<RankState> states(snapshots.size());
-  for (std::size_t r = 0; r < snapshots.size(); ++r) states[r] = snapshots[r].state;
+  for (std::size_t r = 0; r < snapshots.size(); ++r) states[r] = checked_state(snapshots[r]);
   return states;
 }
 

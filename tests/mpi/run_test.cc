@@ -981,6 +981,31 @@ TEST(Run, ACodeWithACommThreadWhoseServerGoesDeafIsFoundHung) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The same code with a computation error: rank 1's main thread spins for ever in one loop from 5 s
+// on (PS_HYBRID_SPIN) while its server thread answers on, IN_MPI in MPI_Iprobe; the others block in
+// the step's MPI_Allreduce. Rank 1 is IN_MPI for S (§6) but at work outside MPI in every check of
+// all ranks (stats::checked_state), so it is named: before 2026-12-07 the checks knew the states
+// only, every rank was IN_MPI in them, and the hang was a "communication error" with no faulty rank.
+TEST(Run, ARankWhoseMainThreadSpinsBesideItsCommThreadIsNamedFaulty) {
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_hybrid"), "server", "100000"}, {"PS_HYBRID_SPIN=1:5"}));
+  ASSERT_EQ(run.wait(200s), kExitHang) << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << report["stacks"]["text"].get<std::string>();
+  EXPECT_GT(report["detected_at"].get<double>() - report["started_at"].get<double>(), 5.0);
+  // The report shows where it works, and its comm thread's call beside it.
+  const std::string stacks = report["stacks"]["text"].get<std::string>();
+  EXPECT_NE(stacks.find("hybrid_compute  [1 rank: 1]"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find("MPI_Iprobe  [1 rank: 1]"), std::string::npos) << stacks;
+  ASSERT_TRUE(report["ranks"].is_array() && report["ranks"].size() == 4u) << report["ranks"].dump();
+  EXPECT_EQ(report["ranks"][1]["state"], "OUT_MPI") << report["ranks"].dump();
+  EXPECT_EQ(report["ranks"][1]["mpi_function"], "MPI_Iprobe") << report["ranks"].dump();
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work
 // between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
 // hung. Watched for three minutes, it must never raise an alarm, not even one that verification

@@ -17,7 +17,11 @@
  *                        PS_HYBRID_DEAF=R:AFTER rank R's server stops answering AFTER s in (it
  *                        probes for a tag nobody sends, a lost request): the previous rank's main
  *                        thread polls for its reply for ever, the others block in the next
- *                        MPI_Allreduce, and every server polls on (a hang).
+ *                        MPI_Allreduce, and every server polls on (a hang). With
+ *                        PS_HYBRID_SPIN=R:AFTER rank R's main thread, at its first step after
+ *                        AFTER s, spins for ever in one loop (hybrid_compute) while its server
+ *                        answers on: the others block in the next MPI_Allreduce (a hang whose
+ *                        faulty rank is R).
  * Each rank writes $PS_READY_DIR/rank.N once its threads are in place. */
 #include <mpi.h>
 #include <pthread.h>
@@ -115,13 +119,15 @@ static int run_server(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_dup(MPI_COMM_WORLD, &server_comm);
   const double start = now();
-  int deaf_rank = -1;
-  double deaf_after = 0;
+  int deaf_rank = -1, spin_rank = -1;
+  double deaf_after = 0, spin_after = 0;
   const char* deaf_spec = getenv("PS_HYBRID_DEAF");
   if (deaf_spec && sscanf(deaf_spec, "%d:%lf", &deaf_rank, &deaf_after) == 2 && deaf_rank == rank) {
     deaf = 1;
     deaf_at = start + deaf_after;
   }
+  const char* spin_spec = getenv("PS_HYBRID_SPIN");
+  const int spins = spin_spec && sscanf(spin_spec, "%d:%lf", &spin_rank, &spin_after) == 2 && spin_rank == rank;
   pthread_t server;
   pthread_create(&server, NULL, serve, NULL);
   char name[64];
@@ -131,6 +137,7 @@ static int run_server(int argc, char** argv) {
   double long_took = 0;
   for (;;) {
     sink += relax_grid(30) + scan_table(20);
+    if (spins && now() - start >= spin_after) hybrid_compute();
     value = ask_next_rank(value, rank, size);
     /* Rank 0's clock decides, for everyone at once (the others add nothing to the maximum). */
     int mine[2] = {0, 0}, decide[2];

@@ -230,6 +230,17 @@ TEST(Verification, FaultyRanksAreOutInEveryCheck) {
   EXPECT_EQ(persistently_out_ranks(checks), std::vector<int>{1});
 }
 
+// A rank whose comm thread is in MPI while its main thread runs outside it is outside in a check
+// (it may be the one spinning for ever), though S counts it in MPI.
+TEST(Verification, ARankAtWorkBesideItsThreadInMpiIsOutsideInTheChecksOfAllRanks) {
+  RankSnapshot working{RankState::InMpi, "MPI_Iprobe", 7};
+  EXPECT_EQ(checked_state(working), RankState::InMpi);
+  working.at_work_outside = true;
+  EXPECT_EQ(checked_state(working), RankState::OutMpi);
+  EXPECT_EQ(checked_state(RankSnapshot{}), RankState::Unknown);
+  EXPECT_EQ(checked_state(RankSnapshot{RankState::OutMpi, {}, 3}), RankState::OutMpi);
+}
+
 TEST(Verification, NoneOutMeansCommunicationError) {
   using S = RankState;
   EXPECT_TRUE(persistently_out_ranks({{S::InMpi, S::InMpi}, {S::InMpi, S::InMpi}}).empty());

@@ -153,7 +153,7 @@ std::vector<stats::RankState> LiveNodeWorker::all_states() {
   for (std::size_t i = 0; i < everyone.size(); ++i) everyone[i] = static_cast<int>(i);
   std::vector<stats::RankState> states;
   states.reserve(everyone.size());
-  for (const auto& s : snapshot(everyone)) states.push_back(s.state);
+  for (const auto& s : snapshot(everyone)) states.push_back(stats::checked_state(s));
   return states;
 }
 
@@ -258,14 +258,19 @@ diagnosis::PrefixTree LiveNodeWorker::gather_stacks(std::vector<RankRecord>& rec
             (sample.mpi_function.empty() ? std::string("MPI_Test, MPI_Iprobe...") : sample.mpi_function) + ")";
       }
     }
-    record.state = sample.describe();
+    // A rank at work outside MPI beside its thread in MPI is outside MPI here, as in the checks of
+    // all ranks (stats::checked_state): where it works is its place in the report, and both its
+    // threads are in the tree. mpi_function stays the other thread's call.
+    record.state = sample.at_work_outside ? "OUT_MPI" : sample.describe();
     record.mpi_function = sample.mpi_function;
-    for (auto f = sample.frames.rbegin(); f != sample.frames.rend(); ++f) {
+    const auto& own = sample.at_work_outside ? sample.working_frames : sample.frames;
+    for (auto f = own.rbegin(); f != own.rend(); ++f) {
       record.path.push_back(f->function);
       record.call_sites.push_back(f->offset);
       if (f->mpi) break;
     }
     tree.add(stack_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
+    if (sample.at_work_outside) tree.add(working_trace_of(sample), static_cast<diagnosis::Rank>(r.rank));
   }
   return tree;
 }

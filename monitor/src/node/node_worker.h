@@ -71,6 +71,7 @@ class NodeWorker {
   virtual const std::vector<NodeRank>& ranks() const = 0;
   // Sampling of my ranks by their index in ranks(). A rank that cannot be sampled is Unknown.
   virtual std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) = 0;
+  // Every rank's state for the checks of all ranks (stats::checked_state).
   virtual std::vector<stats::RankState> all_states() = 0;
   virtual std::vector<std::optional<stats::WorkCounters>> work_counters() = 0;
   // My ranks traced by a process other than this monitor now (from /proc: nobody is stopped), or

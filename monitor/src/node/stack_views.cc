@@ -64,6 +64,14 @@ diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample) {
   return trace;
 }
 
+diagnosis::StackTrace working_trace_of(const sampler::RankSample& sample) {
+  diagnosis::StackTrace trace;
+  for (auto f = sample.working_frames.rbegin(); f != sample.working_frames.rend(); ++f) {
+    trace.push_back({f->function, f->module, "", f->mpi});
+  }
+  return trace;
+}
+
 bool print_stack_view(const StackViews& views, const std::string& format, std::ostream& out, std::ostream& err,
                       const std::string& who) {
   if (format == "svg") {

@@ -35,5 +35,8 @@ std::string render_svg(const std::string& dot, std::string& problem);
 // One sample of one rank as a prefix-tree trace, outermost frame first. A rank that could not be
 // sampled is a pseudo-frame ("[exited]"), STAT's way, not a hole in the tree.
 diagnosis::StackTrace stack_trace_of(const sampler::RankSample& sample);
+// The thread of a rank at work outside MPI beside its thread in MPI (RankSample::at_work_outside),
+// as a trace of its own; empty when there is none.
+diagnosis::StackTrace working_trace_of(const sampler::RankSample& sample);
 
 }  // namespace parastack::node

@@ -321,6 +321,22 @@ bool ProcessImage::in_openmp_runtime(std::uint64_t address) {
   return name.starts_with("libgomp") || name.starts_with("libomp.so") || name.starts_with("libiomp5");
 }
 
+bool ProcessImage::in_mpi_runtime(std::uint64_t address) {
+  if (std::any_of(mpi_code_.begin(), mpi_code_.end(), [&](const CodeRange& code) { return code.contains(address); })) {
+    return true;
+  }
+  const os::Mapping* m = mapping_at(address);
+  if (!m) return false;
+  const std::string_view path = m->path;
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  for (std::string_view runtime :
+       {"libmpi", "libopen-pal", "libopen-rte", "libprrte", "libpmix", "mca_", "libevent", "libhwloc", "libucs",
+        "libucp", "libuct", "libucm", "libfabric", "libpsm", "libibverbs", "librdmacm", "libmpich", "libmunge"}) {
+    if (name.starts_with(runtime)) return true;
+  }
+  return false;
+}
+
 bool ProcessImage::in_c_runtime(std::uint64_t address) {
   if (vdso_.contains(address)) return true;  // the kernel's part of libc's clock_gettime and friends
   const os::Mapping* m = mapping_at(address);

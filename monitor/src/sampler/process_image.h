@@ -58,6 +58,10 @@ class ProcessImage {
   // Whether a code address lies in an OpenMP runtime (GCC's libgomp, LLVM's libomp, Intel's
   // libiomp5): the team's barriers, locks and task scheduler around a parallel region's body.
   bool in_openmp_runtime(std::uint64_t address);
+  // Whether a code address lies in the MPI library or the runtime it brings (Open MPI's
+  // libopen-pal, libopen-rte and components, PMIx, libevent, hwloc, UCX, libfabric, PSM): where
+  // the MPI runtime's own threads (progress, PMIx, UCX's async thread) spend their lives.
+  bool in_mpi_runtime(std::uint64_t address);
   // Whether the process runs CPython of a version whose frames we read (python_stack.h).
   bool runs_python() const { return python_.has_value(); }
   // Whether a code address lies in that interpreter (the python binary, or libpython).

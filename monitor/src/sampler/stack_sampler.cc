@@ -374,6 +374,15 @@ struct Deciding {
   std::vector<ThreadAtWork> at_work;
 };
 
+// Whether some frame of a thread is the application's: not the C runtime's, nor the MPI runtime's.
+bool runs_application_code(ProcessImage& image, const Unwound& unwound) {
+  for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
+    const std::uint64_t code = unwound.frames[i] - (i > 0 ? 1 : 0);
+    if (!image.in_c_runtime(code) && !image.in_mpi_runtime(code)) return true;
+  }
+  return false;
+}
+
 // Every thread is sampled, also after one in MPI has decided: another one may be at work outside
 // MPI (running at the look before its stop, not asleep as MPI's own helper threads are), and then
 // the rank is at work there too (describe_rank).
@@ -395,9 +404,12 @@ Deciding sample_threads(ProcessImage& image, os::Pid pid, const std::vector<os::
     if (options.path == SamplePath::Bare) continue;
     const auto c = classify_by_address(thread.unwound.frames, thread.unwound.complete, image.mpi_code());
     deciding.unknown |= c.state == stats::RankState::Unknown;
-    // Running and not in MPI: at work (or unreadable, which may be work too). Only one beside a
-    // thread in MPI matters, but which thread decides is known only at the end.
-    if (threads.size() > 1 && thread.was_running && c.state != stats::RankState::InMpi) {
+    // Running and not in MPI: at work (or unreadable, which may be work too), unless all it runs is
+    // the MPI runtime's own code (its progress or PMIx thread, woken by an event: Open MPI's helper
+    // threads have no MPI call in their stacks). Only one beside a thread in MPI matters, but which
+    // thread decides is known only at the end.
+    if (threads.size() > 1 && thread.was_running && c.state != stats::RankState::InMpi &&
+        runs_application_code(image, thread.unwound)) {
       deciding.at_work.push_back({tid, thread.unwound, c});
     }
     if (deciding.decision && deciding.decision->state == stats::RankState::InMpi) continue;
@@ -470,14 +482,24 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
     }
   }
   if (!options.frames) return;
-  for (std::size_t i = 0; i < unwound.frames.size(); ++i) {
-    const std::uint64_t looked_up = unwound.frames[i] - (i > 0 ? 1 : 0);
-    SampledFrame frame = image.describe(looked_up);
-    frame.address = unwound.frames[i];
-    if (const auto start = image.function_start(looked_up)) frame.offset = frame.address - *start;
-    frame.mpi = std::any_of(image.mpi_code().begin(), image.mpi_code().end(),
-                            [&](const CodeRange& code) { return code.contains(looked_up); });
-    sample.frames.push_back(std::move(frame));
+  const auto name_frames = [&](const Unwound& frames, std::vector<SampledFrame>& named) {
+    for (std::size_t i = 0; i < frames.frames.size(); ++i) {
+      const std::uint64_t looked_up = frames.frames[i] - (i > 0 ? 1 : 0);
+      SampledFrame frame = image.describe(looked_up);
+      frame.address = frames.frames[i];
+      if (const auto start = image.function_start(looked_up)) frame.offset = frame.address - *start;
+      frame.mpi = std::any_of(image.mpi_code().begin(), image.mpi_code().end(),
+                              [&](const CodeRange& code) { return code.contains(looked_up); });
+      named.push_back(std::move(frame));
+    }
+  };
+  name_frames(unwound, sample.frames);
+  // The working thread a report shows beside the deciding one: the first whose stack was read whole.
+  if (sample.at_work_outside) {
+    const auto readable = std::find_if(at_work.begin(), at_work.end(), [](const ThreadAtWork& thread) {
+      return thread.decision.state == stats::RankState::OutMpi;
+    });
+    name_frames((readable != at_work.end() ? *readable : at_work.front()).unwound, sample.working_frames);
   }
   if (python_frames.empty()) return;
   sample.frames = interleave_python_frames(

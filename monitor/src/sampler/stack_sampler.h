@@ -80,7 +80,8 @@ struct RankSample {
   // IN_MPI for S (the paper's rule, §6), but for stillness a rank at work outside MPI, as a
   // single-threaded rank computing is; `path` is then the place of all those threads.
   bool at_work_outside = false;
-  std::vector<SampledFrame> frames;  // with SampleOptions::frames
+  std::vector<SampledFrame> working_frames;  // with SampleOptions::frames, such a working thread's
+  std::vector<SampledFrame> frames;          // with SampleOptions::frames
   std::size_t threads_sampled = 0;
   bool mpi_library_found = false;
   bool thread_multiple = false;

@@ -366,8 +366,11 @@ std::string to_text(const RunReport& r) {
     out << "  RANK      PID  HOST              STATE\n";
     for (const auto& rank : r.ranks) {
       char line[256];
-      std::snprintf(line, sizeof line, "  %4d %8d  %-16s  %s%s%s", rank.rank, rank.pid, rank.host.c_str(),
-                    rank.state.c_str(), rank.mpi_function.empty() ? "" : " in ", rank.mpi_function.c_str());
+      // An OUT_MPI rank with an MPI call is at work on one thread while another is in that call.
+      const char* in = rank.mpi_function.empty() ? "" : rank.state == "OUT_MPI" ? " (another thread in " : " in ";
+      std::snprintf(line, sizeof line, "  %4d %8d  %-16s  %s%s%s%s", rank.rank, rank.pid, rank.host.c_str(),
+                    rank.state.c_str(), in, rank.mpi_function.c_str(),
+                    !rank.mpi_function.empty() && rank.state == "OUT_MPI" ? ")" : "");
       out << line;
       if (rank.progress) out << " (" << diagnosis::describe(*rank.progress) << ")";
       out << "\n";

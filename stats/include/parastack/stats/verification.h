@@ -179,6 +179,11 @@ std::optional<CpuStarvation> find_starvation(const std::vector<std::optional<Wor
 // 1.52) and waited for one 98 % of the time".
 std::string describe_starvation(const CpuStarvation& starved);
 
+// A rank's state in a check of all ranks: OUT_MPI also for a rank at work outside MPI on another
+// thread (RankSnapshot::at_work_outside), whose main thread may be the one spinning for ever while
+// its comm thread polls; S, the paper's fraction, keeps it IN_MPI.
+inline RankState checked_state(const RankSnapshot& s) { return s.at_work_outside ? RankState::OutMpi : s.state; }
+
 // checks[c][r] is the state of rank r in check c (every check lists the same ranks). Returns the
 // ranks OUT_MPI in every check where they were known, and known at least once; empty means a
 // communication error when the job has hung.

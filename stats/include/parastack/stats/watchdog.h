@@ -43,8 +43,9 @@ class JobProbe {
   virtual bool wait_until(double t) = 0;
   // The state of each of these ranks now.
   virtual std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) = 0;
-  // The state of every rank 0..rank_count-1 now, for faulty-rank identification. By default from
-  // snapshot(); a probe of a million ranks can do it without building a million snapshots.
+  // The state of every rank 0..rank_count-1 now, for faulty-rank identification (checked_state: a
+  // rank at work outside MPI on another thread is OUT_MPI). By default from snapshot(); a probe of
+  // a million ranks can do it without building a million snapshots.
   virtual std::vector<RankState> all_states(int rank_count);
   // Every rank's work counters now (nullopt where unknown); empty when the probe cannot tell, and
   // then work is not part of verification.
