@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 namespace parastack::sampler {
@@ -12,15 +13,15 @@ using stats::RankState;
 // A made-up layout: libmpi's code at 0x7000-0x8000; application functions at known ranges, whose
 // identity is where they start, as ProcessImage::function_start gives it.
 const std::vector<CodeRange> kMpi{{0x7000, 0x8000}};
-constexpr CodeRange kMain{0x1000, 0x1100}, kSolve{0x1100, 0x1200}, kPollLoop{0x1200, 0x1300},
+constexpr CodeRange kMain{0x1000, 0x1100}, kSolve{0x1100, 0x1200}, kPollLoop{0x1200, 0x1300}, kRelax{0x1300, 0x1400},
     kLibcStart{0x9000, 0x9100};
 constexpr std::uint64_t kMpiInternals = 0x7100, kMpiEntry = 0x7400;
 // Return addresses: main's call of solve / of poll_loop, and libc's call of main.
 constexpr std::uint64_t kMainCallsSolve = 0x1040, kMainCallsSolveElsewhere = 0x1060, kMainCallsPollLoop = 0x1080,
-                        kLibcCallsMain = 0x9050;
+                        kLibcCallsMain = 0x9050, kSolveCallsRelax = 0x1150;
 
 std::optional<std::uint64_t> start_of(std::uint64_t address) {
-  for (const auto& f : {kMain, kSolve, kPollLoop, kLibcStart}) {
+  for (const auto& f : {kMain, kSolve, kPollLoop, kRelax, kLibcStart}) {
     if (f.contains(address)) return f.start;
   }
   return std::nullopt;
@@ -131,6 +132,35 @@ TEST(PathSignature, ACRuntimeCallInsideAComputingLoopIsTheLoopsPlace) {
   EXPECT_NE(in_fmax, path_signature(
                          std::vector<std::uint64_t>{kLibm + 0x10, kSolve.start + 0x48, kMainCallsSolve, kLibcCallsMain},
                          true, {RankState::OutMpi, std::nullopt}, "", start_of));
+}
+
+TEST(PathSignature, AHelperKnowsThePlaceOfTheLoopThatCalledIt) {
+  // solve() loops, calling relax() on every pass; main called solve, libc called main.
+  const auto place = [](const std::vector<std::uint64_t>& frames, std::string_view mpi_function = "",
+                        const RuntimeCode& runtime = {}) {
+    return place_signature(frames, true, classify_by_address(frames, true, kMpi), mpi_function, start_of, runtime);
+  };
+  const auto in_solve = place({kSolve.start + 0x40, kMainCallsSolve, kLibcCallsMain});
+  const auto in_relax = place({kRelax.start + 0x10, kSolveCallsRelax, kMainCallsSolve, kLibcCallsMain});
+  EXPECT_NE(in_relax.path, in_solve.path);
+  EXPECT_EQ(in_relax.path, signature({kRelax.start + 0x10, kSolveCallsRelax, kMainCallsSolve, kLibcCallsMain}));
+  EXPECT_EQ(in_relax.enclosing[0], in_solve.path);          // one call out: the loop
+  EXPECT_EQ(in_relax.enclosing[1], in_solve.enclosing[0]);  // two: main
+  EXPECT_EQ(in_solve.enclosing[0], place({kMain.start + 0x10, kLibcCallsMain}).path);
+  EXPECT_NE(in_relax.enclosing[0], place({kSolve.start + 0x40, kMainCallsSolveElsewhere, kLibcCallsMain}).path);
+  // A rank in MPI is at its call: no places around it.
+  const auto in_recv =
+      place({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain}, "MPI_Recv");
+  EXPECT_NE(in_recv.path, 0u);
+  EXPECT_EQ(in_recv.enclosing, (std::array<std::uint64_t, 2>{}));
+  // A caller in the C runtime is none, nor anything out from it (libc calling main, qsort calling
+  // a comparison).
+  const auto libc = [](std::uint64_t address) { return kLibcStart.contains(address); };
+  const auto in_solve_libc = place({kSolve.start + 0x40, kMainCallsSolve, kLibcCallsMain}, "", libc);
+  EXPECT_EQ(in_solve_libc.enclosing[0], in_solve.enclosing[0]);
+  EXPECT_EQ(in_solve_libc.enclosing[1], 0u);
+  // Nor does an unknown one.
+  EXPECT_EQ(place({kSolve.start + 0x40, 0x5000, kLibcCallsMain}).enclosing, (std::array<std::uint64_t, 2>{}));
 }
 
 // OpenMP: solve() runs `#pragma omp parallel for` over and over. The compiler outlines the loop

@@ -5,6 +5,7 @@
 // real LiveNodeWorker).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -38,9 +39,16 @@ class FixedNodeWorker final : public node::NodeWorker {
   std::vector<stats::RankSnapshot> snapshot(const std::vector<int>& local) override {
     std::vector<stats::RankSnapshot> out;
     for (int l : local) {
-      out.push_back(l == 0 ? stats::RankSnapshot{stats::RankState::InMpi, "MPI_Allreduce", 0xabcdef0123456789,
-                                                 std::uint64_t{1} << 50, true, true}
-                           : stats::RankSnapshot{stats::RankState::OutMpi, "", 42, std::nullopt});
+      out.push_back(l == 0 ? stats::RankSnapshot{.state = stats::RankState::InMpi,
+                                                 .mpi_function = "MPI_Allreduce",
+                                                 .path = 0xabcdef0123456789,
+                                                 .mpi_completed = std::uint64_t{1} << 50,
+                                                 .mpi_polled = true,
+                                                 .at_work_outside = true}
+                           : stats::RankSnapshot{.state = stats::RankState::OutMpi,
+                                                 .mpi_function = "",
+                                                 .path = 42,
+                                                 .enclosing = {0x1234567890abcdef, 7}});
     }
     return out;
   }
@@ -149,6 +157,8 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   ASSERT_EQ(snapshots.size(), 2u);
   EXPECT_EQ(snapshots[0].state, stats::RankState::OutMpi);
   EXPECT_EQ(snapshots[0].path, 42u);
+  EXPECT_EQ(snapshots[0].enclosing, (std::array<std::uint64_t, 2>{0x1234567890abcdef, 7}));
+  EXPECT_EQ(snapshots[1].enclosing, (std::array<std::uint64_t, 2>{}));
   EXPECT_FALSE(snapshots[0].mpi_completed.has_value());
   EXPECT_EQ(snapshots[1].state, stats::RankState::InMpi);
   EXPECT_EQ(snapshots[1].mpi_function, "MPI_Allreduce");
@@ -158,15 +168,16 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_FALSE(snapshots[0].mpi_polled);
   EXPECT_TRUE(snapshots[1].at_work_outside);
   EXPECT_FALSE(snapshots[0].at_work_outside);
-  // The first snapshot's progress flags lie after the count (4), state (1), empty call (4) and path
-  // (8): unknown flag bits, or a count's bytes without its flag, are refused, not read as a count.
+  // The first snapshot's progress flags lie after the count (4), state (1), empty call (4), path
+  // (8) and enclosing places (16): unknown flag bits, or a count's bytes without its flag, are
+  // refused, not read as a count.
   const std::string reply = serve_request(worker, 0, snapshot_request({1, 0}));
-  ASSERT_EQ(reply[17], '\0');
+  ASSERT_EQ(reply[33], '\0');
   std::string bad = reply;
-  bad[17] = 8;
+  bad[33] = 8;
   EXPECT_THROW(decode_snapshots(bad), WireError);
   bad = reply;
-  bad[18] = 1;
+  bad[34] = 1;
   EXPECT_THROW(decode_snapshots(bad), WireError);
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),

@@ -51,40 +51,55 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
                              const RuntimeCode& in_runtime, const RuntimeCode& in_mpi_wrapper,
                              const RuntimeCode& in_openmp, const RuntimeCode& in_interpreter,
                              std::uint64_t python_place) {
+  return place_signature(frames, complete, classification, mpi_function, function_of, in_runtime, in_mpi_wrapper,
+                         in_openmp, in_interpreter, python_place)
+      .path;
+}
+
+Place place_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
+                      std::string_view mpi_function, const FunctionIdentity& function_of, const RuntimeCode& in_runtime,
+                      const RuntimeCode& in_mpi_wrapper, const RuntimeCode& in_openmp,
+                      const RuntimeCode& in_interpreter, std::uint64_t python_place) {
   const auto code = [&](std::size_t i) { return i == 0 ? frames[0] : frames[i] - 1; };
   const bool python = python_place != 0 && in_interpreter;
   const auto interpreted = [&](std::size_t i) { return python && in_interpreter(code(i)); };
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
     case stats::RankState::Unknown:
-      return 0;
+      return {};
     case stats::RankState::OutMpi:
       // A partial stack of a computing rank could be the same partial stack of different paths.
-      if (!complete) return 0;
+      if (!complete) return {};
       while (innermost + 1 < frames.size() && ((in_runtime && in_runtime(code(innermost))) || interpreted(innermost))) {
         ++innermost;
       }
       break;
     case stats::RankState::InMpi:
-      if (!classification.entry_frame || is_startup_or_shutdown(mpi_function)) return 0;
+      if (!classification.entry_frame || is_startup_or_shutdown(mpi_function)) return {};
       innermost = *classification.entry_frame + 1;
       if (in_mpi_wrapper) {
         while (innermost + 1 < frames.size() && in_mpi_wrapper(frames[innermost] - 1)) ++innermost;
       }
       break;
   }
-  if (innermost >= frames.size()) return 0;
+  if (innermost >= frames.size()) return {};
   const std::size_t mpi_call_site = innermost;  // of a blocking call, below
   if (in_openmp) innermost = outside_parallel_regions(frames, innermost, in_openmp, in_runtime);
   // A rank at work in Python alone has no C place outside the interpreter (the walk above ends at
   // its outermost frame): its place is its Python stack's.
   constexpr std::uint64_t kInterpreter = 0x507974686f6e;
   const auto function = interpreted(innermost) ? std::optional(kInterpreter) : function_of(code(innermost));
-  if (!function) return 0;
-  std::uint64_t hash = stats::mix64(*function);
-  for (std::size_t i = innermost + 1; i < frames.size(); ++i) {
-    if (!interpreted(i)) hash = combine(hash, frames[i]);
-  }
+  if (!function) return {};
+  // Standing in `function`, frame k: the function, then the call sites out from it.
+  const auto standing_at = [&](std::size_t k, std::uint64_t in_function) {
+    std::uint64_t hash = stats::mix64(in_function);
+    for (std::size_t i = k + 1; i < frames.size(); ++i) {
+      if (!interpreted(i)) hash = combine(hash, frames[i]);
+    }
+    return hash;
+  };
+  const auto known = [](std::uint64_t hash) { return hash == 0 ? std::uint64_t{1} : hash; };  // 0 means unknown
+  std::uint64_t hash = standing_at(innermost, *function);
   if (python) hash = combine(hash, python_place);
   if (classification.state == stats::RankState::InMpi && !stats::is_polling_function(mpi_function)) {
     // A blocking call is also told apart by its call site: two MPI_Sendrecv of one loop are two
@@ -92,7 +107,17 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
     // around it must have one path whether the rank is seen in MPI or in the loop.)
     hash = combine(combine(hash, hash_name(mpi_function)), frames[mpi_call_site]);
   }
-  return hash == 0 ? 1 : hash;  // 0 means unknown
+  Place place{known(hash)};
+  if (classification.state != stats::RankState::OutMpi || python) return place;
+  std::size_t k = innermost;
+  for (auto& enclosing : place.enclosing) {
+    if (++k >= frames.size()) break;
+    if ((in_runtime && in_runtime(code(k))) || (in_openmp && in_openmp(code(k)))) break;
+    const auto caller = function_of(code(k));
+    if (!caller) break;
+    enclosing = known(standing_at(k, *caller));
+  }
+  return place;
 }
 
 }  // namespace parastack::sampler

@@ -11,6 +11,7 @@
 // then has one signature whether a sample finds it inside MPI_Test or in its own loop.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -57,6 +58,24 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
                              const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {},
                              const RuntimeCode& in_openmp = {}, const RuntimeCode& in_interpreter = {},
                              std::uint64_t python_place = 0);
+
+// A rank's place and the places of the functions around it. `enclosing[j]` is the signature a
+// sample standing in the function j + 1 calls out from the innermost application frame would have
+// (its own code, the same outer call sites): so a sample in a helper has, as enclosing[0], the path
+// of a sample in the loop that called it. A spin whose loop calls a helper (or two) on every pass
+// is seen in the loop and in its helpers in turn; stats::SetSignatures uses these to see it stand
+// still at the loop (docs/statistics.md, "A loop through helpers"). Only for a rank outside MPI
+// with a C place: 0 otherwise, and from a caller in the C runtime or an OpenMP runtime on (qsort
+// calling a comparison is not a loop of the application's).
+struct Place {
+  std::uint64_t path = 0;
+  std::array<std::uint64_t, 2> enclosing{};
+};
+Place place_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
+                      std::string_view mpi_function, const FunctionIdentity& function_of,
+                      const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {},
+                      const RuntimeCode& in_openmp = {}, const RuntimeCode& in_interpreter = {},
+                      std::uint64_t python_place = 0);
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

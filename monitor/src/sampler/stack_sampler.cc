@@ -451,8 +451,8 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
                             const std::vector<PythonFrame>& python) {
     const bool guessed_frames =
         !frames.frames.empty() && in->vdso().contains(frames.frames[0]) && !in->vdso_unwind_table();
-    if (guessed_frames) return std::uint64_t{0};
-    return path_signature(
+    if (guessed_frames) return Place{};
+    return place_signature(
         frames.frames, frames.complete, {state, classification.entry_frame},
         state == stats::RankState::InMpi ? sample.mpi_function : std::string(),
         [in](std::uint64_t address) { return in->function_start(address); },
@@ -464,22 +464,38 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
   const std::vector<PythonFrame> python_frames =
       image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
   // The rank's final state, not the deciding thread's: Unknown when another thread might be in MPI.
-  sample.path = place_of(unwound, sample.state, decision, python_frames);
+  const Place place = place_of(unwound, sample.state, decision, python_frames);
+  sample.path = place.path;
+  sample.enclosing = place.enclosing;
   // In MPI on one thread (the paper's IN_MPI, §6) while another runs outside it: the rank works
   // there. A comm thread polling with MPI_Iprobe beside a main thread deep in a long computation
   // would otherwise stand still at the poll, on every rank, for as long as the computation lasts,
   // and be confirmed hung (measured: a healthy job killed 38 s into such a phase). So the rank is
   // at work outside MPI for stillness, and its place is all those threads' places: the poll and
   // where the computation is. One unknown place makes it unknown, which is never "not moved".
+  // With one such thread, the places around it are mixed in the same way (a comm thread's poll
+  // beside a main thread spinning through helpers stands at the poll and the loop); with more,
+  // there are none.
   if (sample.state == stats::RankState::InMpi && !at_work.empty()) {
     sample.at_work_outside = true;
+    const std::uint64_t deciding = sample.path;
+    const auto beside = [](std::uint64_t own, std::uint64_t working, os::Tid worker) {
+      return own == 0 || working == 0 ? std::uint64_t{0} : stats::mix64(own ^ stats::mix64(working ^ worker.value));
+    };
+    sample.enclosing = {};
     for (const ThreadAtWork& thread : at_work) {
       if (sample.path == 0) break;
       const std::vector<PythonFrame> python =
           image.runs_python() ? image.python_stack(thread.tid) : std::vector<PythonFrame>{};
-      const std::uint64_t place = place_of(thread.unwound, thread.decision.state, thread.decision, python);
-      sample.path = place == 0 ? 0 : stats::mix64(sample.path ^ stats::mix64(place ^ thread.tid.value));
+      const Place working = place_of(thread.unwound, thread.decision.state, thread.decision, python);
+      sample.path = beside(sample.path, working.path, thread.tid);
+      if (at_work.size() == 1) {
+        for (std::size_t j = 0; j < working.enclosing.size(); ++j) {
+          sample.enclosing[j] = beside(deciding, working.enclosing[j], thread.tid);
+        }
+      }
     }
+    if (sample.path == 0) sample.enclosing = {};
   }
   if (!options.frames) return;
   const auto name_frames = [&](const Unwound& frames, std::vector<SampledFrame>& named) {

@@ -24,6 +24,7 @@
 // state was known.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,10 @@ struct RankSnapshot {
   // (a loop around MPI_Test/MPI_Iprobe) has one path whether the rank is seen in MPI or in its own
   // loop code. 0: unknown (the sampler could not tell), which is never taken as "not moved".
   std::uint64_t path = 0;
+  // The paths a sample standing in the function one and two calls out from the innermost would
+  // have, for a rank at work outside MPI (0: none): a loop that calls helpers on every pass is seen
+  // in them in turn, and stands still at the loop (SetSignatures, "A loop through helpers").
+  std::array<std::uint64_t, 2> enclosing{};
   // MPI calls the rank has completed so far, from its progress page when it runs with the progress
   // library (parastack run --mpi-progress; mpi_progress/include/parastack/mpi_progress/page.h):
   // a blocking call that returned, or a test or probe that found its message. The count growing
