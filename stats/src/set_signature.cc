@@ -1,5 +1,7 @@
 #include "parastack/stats/set_signature.h"
 
+#include <algorithm>
+
 #include "parastack/stats/random.h"
 
 namespace parastack::stats {
@@ -21,10 +23,11 @@ std::uint64_t add_rank(std::uint64_t signature, std::size_t index, std::uint64_t
 // same call site (a loop around one MPI call). A busy-waiting rank's count is all that says whether
 // its wait ended: whichever polling call, loop code or work between polls a sample finds it in, it
 // has not moved while its count stands.
-std::uint64_t place_of(const RankSnapshot& s, bool busy_waiting) {
-  if (!s.mpi_completed) return s.path;
+// `path` is the rank's path, or the place of the loop it goes round (RankLoop).
+std::uint64_t place_of(const RankSnapshot& s, std::uint64_t path, bool busy_waiting) {
+  if (!s.mpi_completed) return path;
   constexpr std::uint64_t kCounted = 0x70726f6772657373ULL, kWaiting = 0x77616974696e6721ULL;
-  return mix64((busy_waiting ? kWaiting : s.path) ^ mix64(*s.mpi_completed ^ kCounted));
+  return mix64((busy_waiting ? kWaiting : path) ^ mix64(*s.mpi_completed ^ kCounted));
 }
 
 // 0 means unknown and kEveryoneWaiting no active rank: no signature may be either.
@@ -33,6 +36,44 @@ std::uint64_t finish(std::uint64_t signature) {
 }
 
 }  // namespace
+
+std::uint64_t RankLoop::step(const RankSnapshot& s, bool at_work,
+                             const std::function<bool(std::uint64_t)>& waiting_place) {
+  if (!at_work || s.path == 0) {
+    count_ = 0;
+    loop_ = 0;
+    return s.path;
+  }
+  const auto within = [](const Seen& seen, std::uint64_t loop) {
+    return seen.path == loop || seen.enclosing[0] == loop || seen.enclosing[1] == loop;
+  };
+  // A loop around a polling call is a poller's wait, whatever work it calls: never a loop here.
+  const auto near_a_poll = [&](const Seen& seen) {
+    return waiting_place(seen.path) || (seen.enclosing[0] != 0 && waiting_place(seen.enclosing[0])) ||
+           (seen.enclosing[1] != 0 && waiting_place(seen.enclosing[1]));
+  };
+  const Seen now{s.path, s.enclosing};
+  if (count_ == kSamples) std::move(recent_.begin() + 1, recent_.end(), recent_.begin());
+  recent_[std::min(count_, kSamples - 1)] = now;
+  count_ = std::min(count_ + 1, kSamples);
+  if (loop_ != 0 && within(now, loop_) && !near_a_poll(now)) return loop_;
+  loop_ = 0;
+  if (count_ < kSamples) return s.path;
+  // Back at a place it left: seen there before, and elsewhere since.
+  const auto last = recent_.end() - 1;
+  const auto there = std::find_if(recent_.begin(), last, [&](const Seen& e) { return e.path == now.path; });
+  const bool came_back = there != last && std::any_of(there, last, [&](const Seen& e) { return e.path != now.path; });
+  if (!came_back || std::any_of(recent_.begin(), recent_.end(), near_a_poll)) return s.path;
+  // The innermost function that every one of these samples stood in, or called a helper from.
+  for (const std::uint64_t candidate : {now.path, now.enclosing[0], now.enclosing[1]}) {
+    if (candidate == 0) continue;
+    if (std::all_of(recent_.begin(), recent_.end(), [&](const Seen& e) { return within(e, candidate); })) {
+      loop_ = candidate;
+      return loop_;
+    }
+  }
+  return s.path;
+}
 
 bool SetSignatures::busy_waiting(const RankSnapshot& s) const {
   return in_polling_call(s) ||
@@ -49,6 +90,8 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
       polling_places_.insert(s.path);
     }
   }
+  auto& loops = loops_[set];
+  loops.resize(targets.size());
   Observation o{t, set, 0, 0};
   std::uint64_t path = kSignatureSeed, active_path = kSignatureSeed;
   std::size_t known = 0, waiting = 0, active = 0, counts = 0, uncounted = 0, finished = 0;
@@ -63,7 +106,9 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
       continue;
     }
     const bool waits = busy_waiting(s) || (!s.at_work_outside && s.mpi_completed && s.mpi_polled);
-    computing |= (s.state == RankState::OutMpi && !waits) || s.at_work_outside;
+    const bool at_work = (s.state == RankState::OutMpi && !waits) || s.at_work_outside;
+    computing |= at_work;
+    const std::uint64_t where = loops[i].step(s, at_work, [this](std::uint64_t p) { return is_polling_place(p); });
     o.at_work_outside += s.at_work_outside ? 1 : 0;
     o.waiting_out += s.state == RankState::OutMpi && waits ? 1 : 0;
     counts += s.mpi_completed ? 1 : 0;
@@ -74,13 +119,13 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
       // Active: a rank outside a polling loop, or a busy-waiting one whose count tells whether it
       // is still waiting (it then counts as in MPI, as a rank blocked in a receive does).
       ++active;
-      active_path = add_rank(active_path, i, place_of(s, waits));
+      active_path = add_rank(active_path, i, place_of(s, where, waits));
       o.active_out += s.state == RankState::OutMpi && !waits ? 1 : 0;
     }
     if (!placed) continue;
     ++known;
     uncounted += s.mpi_completed ? 0 : 1;
-    path = add_rank(path, i, place_of(s, waits));
+    path = add_rank(path, i, place_of(s, where, waits));
   }
   const auto enough = [&](std::size_t count) { return count > 0 && 2 * count >= targets.size(); };
   o.path = enough(known) ? finish(path) : 0;

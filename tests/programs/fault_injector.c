@@ -3,6 +3,9 @@
  *
  *   PS_FAULT_RANK=R            the rank to break (nothing happens on the others, or without it)
  *   PS_FAULT_KIND=KIND         spin      compute forever outside MPI (a computation hang)
+ *                              loop      the same in a loop that calls two functions on every
+ *                                        pass (a solve that never converges): seen in the loop
+ *                                        and in either helper, never in one place
  *                              sleep     sleep forever outside MPI (a computation hang, idle)
  *                              deadlock  enter a receive nobody will ever match (communication)
  *                              slow      delay every MPI call for a while, then recover
@@ -41,7 +44,7 @@
 #include "clocks.h"
 #include "ready_file.h"
 
-enum kind { NONE, SPIN, SLEEP, DEADLOCK, SLOW, STALL, KERNEL, SERIAL };
+enum kind { NONE, SPIN, LOOP, SLEEP, DEADLOCK, SLOW, STALL, KERNEL, SERIAL };
 
 static atomic_int configured; /* 0: not yet, 1: armed on this rank, 2: inactive */
 static enum kind kind = NONE;
@@ -69,6 +72,7 @@ static void configure(void) {
     int rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     kind = strcmp(kind_text, "spin") == 0       ? SPIN
+           : strcmp(kind_text, "loop") == 0     ? LOOP
            : strcmp(kind_text, "sleep") == 0    ? SLEEP
            : strcmp(kind_text, "deadlock") == 0 ? DEADLOCK
            : strcmp(kind_text, "slow") == 0     ? SLOW
@@ -96,6 +100,22 @@ static void configure(void) {
 __attribute__((noinline, noreturn)) static void injected_compute_hang(void) {
   for (;;)
     for (int i = 1; i < 100000; ++i) sink += 1.0 / i;
+}
+
+/* A few milliseconds each: a sample finds the loop in one or the other, now and then between. */
+__attribute__((noinline)) static void injected_relax(void) {
+  for (int i = 1; i < 1000000; ++i) sink += 1.0 / i;
+}
+
+__attribute__((noinline)) static void injected_residual(void) {
+  for (int i = 1; i < 500000; ++i) sink *= 1.0000001;
+}
+
+__attribute__((noinline, noreturn)) static void injected_loop_hang(void) {
+  for (;;) {
+    injected_relax();
+    injected_residual();
+  }
 }
 
 __attribute__((noinline, noreturn)) static void injected_sleep_hang(void) {
@@ -194,6 +214,8 @@ static void maybe_inject(void) {
   switch (kind) {
     case SPIN:
       injected_compute_hang();
+    case LOOP:
+      injected_loop_hang();
     case SLEEP:
       injected_sleep_hang();
     case DEADLOCK:

@@ -21,7 +21,8 @@
  *                        PS_HYBRID_SPIN=R:AFTER rank R's main thread, at its first step after
  *                        AFTER s, spins for ever in one loop (hybrid_compute) while its server
  *                        answers on: the others block in the next MPI_Allreduce (a hang whose
- *                        faulty rank is R).
+ *                        faulty rank is R). PS_HYBRID_LOOP=R:AFTER is the same spin going round
+ *                        the step's own two kernels (relax_grid, scan_table) for ever instead.
  * Each rank writes $PS_READY_DIR/rank.N once its threads are in place. */
 #include <mpi.h>
 #include <pthread.h>
@@ -128,6 +129,10 @@ static int run_server(int argc, char** argv) {
   }
   const char* spin_spec = getenv("PS_HYBRID_SPIN");
   const int spins = spin_spec && sscanf(spin_spec, "%d:%lf", &spin_rank, &spin_after) == 2 && spin_rank == rank;
+  int loop_rank = -1;
+  double loop_after = 0;
+  const char* loop_spec = getenv("PS_HYBRID_LOOP");
+  const int loops = loop_spec && sscanf(loop_spec, "%d:%lf", &loop_rank, &loop_after) == 2 && loop_rank == rank;
   pthread_t server;
   pthread_create(&server, NULL, serve, NULL);
   char name[64];
@@ -138,6 +143,7 @@ static int run_server(int argc, char** argv) {
   for (;;) {
     sink += relax_grid(30) + scan_table(20);
     if (spins && now() - start >= spin_after) hybrid_compute();
+    if (loops && now() - start >= loop_after) long_phase(1e300);
     value = ask_next_rank(value, rank, size);
     /* Rank 0's clock decides, for everyone at once (the others add nothing to the maximum). */
     int mine[2] = {0, 0}, decide[2];

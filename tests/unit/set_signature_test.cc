@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace parastack::stats {
 namespace {
 
@@ -233,6 +235,118 @@ TEST(SetSignatures, ARankAtWorkOnAnotherThreadIsInMpiForSButOutsideForStillness)
   // Beside a rank in MPI_Finalize it is the job's serial end, as a computing rank is.
   const auto q = signatures.observe(3, 0, {working, in_mpi("MPI_Finalize", 0), in_mpi("MPI_Finalize", 0), unknown});
   EXPECT_TRUE(q.serial_end);
+}
+
+// A spin whose loop (place 50, in a function main called: 9) calls two helpers on every pass.
+constexpr std::uint64_t kLoop = 50, kMain = 9, kRelax = 101, kResidual = 102;
+RankSnapshot in_helper(std::uint64_t helper, std::uint64_t loop = kLoop) {
+  RankSnapshot s = out(helper);
+  s.enclosing = {loop, kMain};
+  return s;
+}
+
+// The set's path at each observation of a rank found at `places` beside one blocked in MPI_Recv.
+std::vector<std::uint64_t> paths_of(SetSignatures& signatures, const std::vector<RankSnapshot>& places) {
+  std::vector<std::uint64_t> paths;
+  double t = 0;
+  for (const auto& place : places) {
+    const auto o = signatures.observe(t += 0.1, 0, {place, in_mpi("MPI_Recv", 10)});
+    EXPECT_NE(o.path, 0u);
+    EXPECT_EQ(o.active_path, o.path);
+    paths.push_back(o.path);
+  }
+  return paths;
+}
+
+TEST(SetSignatures, ALoopThroughTwoHelpersStandsStillAtTheLoop) {
+  SetSignatures signatures;
+  const auto paths =
+      paths_of(signatures, {in_helper(kRelax), in_helper(kResidual), in_helper(kRelax), in_helper(kResidual),
+                            in_helper(kRelax), in_helper(kRelax), out(kLoop), in_helper(kResidual)});
+  // Moving until it has come back to a place it left (the fourth sample), then still at the loop,
+  // whichever helper or the loop's own code a sample finds it in.
+  EXPECT_NE(paths[0], paths[1]);
+  EXPECT_NE(paths[1], paths[2]);
+  EXPECT_NE(paths[2], paths[3]);
+  for (std::size_t i = 4; i < paths.size(); ++i) EXPECT_EQ(paths[i], paths[3]) << i;
+  // Its place is the loop's own: where a sample in the loop's code alone would stand.
+  SetSignatures plain;
+  EXPECT_EQ(paths[3], plain.observe(1, 0, {out(kLoop), in_mpi("MPI_Recv", 10)}).path);
+}
+
+TEST(SetSignatures, ALoopAndTheOneHelperItCallsAreOnePlace) {
+  SetSignatures signatures;
+  RankSnapshot loop = out(kLoop);
+  loop.enclosing = {kMain, 0};
+  const auto paths = paths_of(signatures, {loop, in_helper(kRelax), loop, in_helper(kRelax), in_helper(kRelax), loop});
+  EXPECT_NE(paths[0], paths[1]);
+  EXPECT_NE(paths[1], paths[2]);
+  // From the return to the helper on, the loop's place: where its own code already stood.
+  for (std::size_t i = 3; i < paths.size(); ++i) EXPECT_EQ(paths[i], paths[2]) << i;
+}
+
+TEST(SetSignatures, ARankWhoseOtherThreadGoesRoundALoopStandsAtItToo) {
+  // Its comm thread polls (IN_MPI) while its main thread loops through two helpers: the sampler
+  // mixes both threads' places into path and enclosing alike.
+  const auto working = [](std::uint64_t helper) {
+    RankSnapshot s = in_helper(helper);
+    s.state = RankState::InMpi;
+    s.mpi_function = "MPI_Iprobe";
+    s.at_work_outside = true;
+    return s;
+  };
+  SetSignatures signatures;
+  const auto paths =
+      paths_of(signatures, {working(kRelax), working(kResidual), working(kRelax), working(kResidual), working(kRelax)});
+  EXPECT_NE(paths[2], paths[3]);
+  EXPECT_EQ(paths[3], paths[4]);
+  EXPECT_FALSE(signatures.is_polling_place(kRelax));  // its poll teaches nothing: it is at work
+}
+
+TEST(SetSignatures, PhasesCalledOneAfterTheOtherStillMove) {
+  // One function calls three phases in turn: it never comes back to a phase it left.
+  SetSignatures signatures;
+  const auto paths = paths_of(signatures, {in_helper(101), in_helper(101), in_helper(101), in_helper(102),
+                                           in_helper(102), in_helper(102), in_helper(103), in_helper(103)});
+  EXPECT_NE(paths[2], paths[3]);
+  EXPECT_EQ(paths[3], paths[4]);
+  EXPECT_EQ(paths[4], paths[5]);
+  EXPECT_NE(paths[5], paths[6]);
+}
+
+TEST(SetSignatures, ALoopEndsWhenTheRankLeavesItAndMustComeBackAgain) {
+  SetSignatures signatures;
+  const auto paths = paths_of(
+      signatures, {in_helper(kRelax), in_helper(kResidual), in_helper(kRelax), in_helper(kResidual), in_helper(kRelax),
+                   in_mpi("MPI_Allreduce", 12), in_helper(kRelax), in_helper(kResidual), in_helper(kRelax)});
+  EXPECT_EQ(paths[3], paths[4]);
+  EXPECT_NE(paths[4], paths[5]);
+  // After the MPI call it is a rank in a helper again, moving, until four samples come back.
+  EXPECT_NE(paths[6], paths[4]);
+  EXPECT_NE(paths[7], paths[6]);
+  EXPECT_NE(paths[8], paths[7]);
+  // A helper of another function (another loop, or another call of it) ends it too.
+  SetSignatures other;
+  const auto moved = paths_of(
+      other, {in_helper(kRelax), in_helper(kResidual), in_helper(kRelax), in_helper(kResidual), in_helper(kRelax, 51)});
+  EXPECT_NE(moved[4], moved[3]);
+}
+
+TEST(SetSignatures, APollerWorkingInHelpersOfItsPollingLoopIsNoLoop) {
+  // Rank 0 polls in the loop at 20 (learned from its MPI_Test), and works in two helpers it calls
+  // between polls: how it waits (busy-waiting rules), not a loop that stands still.
+  SetSignatures signatures;
+  signatures.observe(0, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Recv", 10)});
+  const auto paths = paths_of(signatures, {in_helper(kRelax, 20), in_helper(kResidual, 20), in_helper(kRelax, 20),
+                                           in_helper(kResidual, 20), in_helper(kRelax, 20)});
+  for (std::size_t i = 1; i < paths.size(); ++i) EXPECT_NE(paths[i], paths[i - 1]) << i;
+  // Nor one called from a helper of the polling loop (the loop two calls out is the poller's).
+  SetSignatures deeper;
+  deeper.observe(0, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Recv", 10)});
+  RankSnapshot a = out(201), b = out(202);
+  a.enclosing = b.enclosing = {60, 20};
+  const auto nested = paths_of(deeper, {a, b, a, b, a});
+  for (std::size_t i = 1; i < nested.size(); ++i) EXPECT_NE(nested[i], nested[i - 1]) << i;
 }
 
 TEST(SetSignatures, PollingPlacesAreBounded) {

@@ -11,14 +11,25 @@
 // the one blocked in a receive nobody sends), whatever the waiting ones do. The model-free stasis
 // rule tests `active_path`; with no polling at all the two signatures are the same.
 //
+// A loop through helpers. A rank at work outside MPI has its innermost function as its place, so
+// a loop that calls a helper (or two) on every pass is seen in the loop, then in a helper, then in
+// the loop again: moving, though it never leaves the loop. Such a rank, once it has gone back to a
+// place it left while every sample of it stood in one function's loop or its helpers (one or two
+// calls in: RankSnapshot::enclosing), stands at that function's place until a sample finds it
+// elsewhere: as a loop with its helpers inlined does. Phases called one after the other never
+// come back, so they still move; a loop around a polling call is the poller's wait, judged by the
+// rules above, never a loop of this kind (RankLoop).
+//
 // With the progress library (RankSnapshot::mpi_completed) each rank's place also holds its count of
 // completed MPI calls: a rank that completed one between two samples moved, even back at the same
 // call site. A busy-waiting rank with a count is active: its count alone says whether its wait
 // ended (it counts as in MPI), so a code whose ranks all poll is watched like one whose ranks block.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,6 +39,29 @@
 #include "parastack/stats/verification.h"
 
 namespace parastack::stats {
+
+// One rank's place for stillness, sample after sample: its path, or the place of the loop it goes
+// round through helpers (above).
+class RankLoop {
+ public:
+  // Samples of the loop and its helpers needed, in a row, with a return to a place left.
+  static constexpr std::size_t kSamples = 4;
+
+  // The place of this snapshot (its path, or its loop's). `at_work`: a rank outside MPI that is not
+  // busy-waiting, or one at work outside MPI on another thread; any other snapshot ends the loop.
+  // `waiting_place`: whether a place is where some rank was seen polling.
+  std::uint64_t step(const RankSnapshot& snapshot, bool at_work,
+                     const std::function<bool(std::uint64_t)>& waiting_place);
+
+ private:
+  struct Seen {
+    std::uint64_t path;
+    std::array<std::uint64_t, 2> enclosing;
+  };
+  std::array<Seen, kSamples> recent_{};  // the last samples at work, oldest first
+  std::size_t count_ = 0;
+  std::uint64_t loop_ = 0;  // the place of the loop it goes round; 0: none
+};
 
 class SetSignatures {
  public:
@@ -46,6 +80,8 @@ class SetSignatures {
   std::unordered_set<std::uint64_t> polling_places_;
   // Each set's ranks' counts of completed MPI calls at its previous observation (Observation::progressed).
   std::unordered_map<int, std::vector<std::optional<std::uint64_t>>> previous_completed_;
+  // Each set's ranks' loops through helpers.
+  std::unordered_map<int, std::vector<RankLoop>> loops_;
 };
 
 }  // namespace parastack::stats
