@@ -38,7 +38,7 @@ std::uint64_t finish(std::uint64_t signature) {
 }  // namespace
 
 std::uint64_t RankLoop::step(const RankSnapshot& s, bool at_work,
-                             const std::function<bool(std::uint64_t)>& waiting_place) {
+                             const std::unordered_set<std::uint64_t>& polling_places) {
   if (!at_work || s.path == 0) {
     count_ = 0;
     loop_ = 0;
@@ -49,8 +49,8 @@ std::uint64_t RankLoop::step(const RankSnapshot& s, bool at_work,
   };
   // A loop around a polling call is a poller's wait, whatever work it calls: never a loop here.
   const auto near_a_poll = [&](const Seen& seen) {
-    return waiting_place(seen.path) || (seen.enclosing[0] != 0 && waiting_place(seen.enclosing[0])) ||
-           (seen.enclosing[1] != 0 && waiting_place(seen.enclosing[1]));
+    return polling_places.contains(seen.path) || polling_places.contains(seen.enclosing[0]) ||
+           polling_places.contains(seen.enclosing[1]);
   };
   const Seen now{s.path, s.enclosing};
   if (count_ == kSamples) std::move(recent_.begin() + 1, recent_.end(), recent_.begin());
@@ -108,7 +108,7 @@ Observation SetSignatures::observe(double t, int set, const std::vector<RankSnap
     const bool waits = busy_waiting(s) || (!s.at_work_outside && s.mpi_completed && s.mpi_polled);
     const bool at_work = (s.state == RankState::OutMpi && !waits) || s.at_work_outside;
     computing |= at_work;
-    const std::uint64_t where = loops[i].step(s, at_work, [this](std::uint64_t p) { return is_polling_place(p); });
+    const std::uint64_t where = loops[i].step(s, at_work, polling_places_);
     o.at_work_outside += s.at_work_outside ? 1 : 0;
     o.waiting_out += s.state == RankState::OutMpi && waits ? 1 : 0;
     counts += s.mpi_completed ? 1 : 0;

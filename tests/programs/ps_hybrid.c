@@ -106,6 +106,13 @@ __attribute__((noinline)) static void long_phase(double seconds) {
   while (now() < end) sink += relax_grid(20) + scan_table(20);
 }
 
+/* Whether the fault variable NAME (R:AFTER) names this rank; *after gets AFTER. */
+static int fault_here(const char* name, int rank, double* after) {
+  const char* spec = getenv(name);
+  int fault_rank = -1;
+  return spec && sscanf(spec, "%d:%lf", &fault_rank, after) == 2 && fault_rank == rank;
+}
+
 static int run_server(int argc, char** argv) {
   const double seconds = atof(argv[2]);
   const double long_at = argc > 4 ? atof(argv[3]) : 1e30;
@@ -120,19 +127,13 @@ static int run_server(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_dup(MPI_COMM_WORLD, &server_comm);
   const double start = now();
-  int deaf_rank = -1, spin_rank = -1;
-  double deaf_after = 0, spin_after = 0;
-  const char* deaf_spec = getenv("PS_HYBRID_DEAF");
-  if (deaf_spec && sscanf(deaf_spec, "%d:%lf", &deaf_rank, &deaf_after) == 2 && deaf_rank == rank) {
+  double deaf_after = 0, spin_after = 0, loop_after = 0;
+  if (fault_here("PS_HYBRID_DEAF", rank, &deaf_after)) {
     deaf = 1;
     deaf_at = start + deaf_after;
   }
-  const char* spin_spec = getenv("PS_HYBRID_SPIN");
-  const int spins = spin_spec && sscanf(spin_spec, "%d:%lf", &spin_rank, &spin_after) == 2 && spin_rank == rank;
-  int loop_rank = -1;
-  double loop_after = 0;
-  const char* loop_spec = getenv("PS_HYBRID_LOOP");
-  const int loops = loop_spec && sscanf(loop_spec, "%d:%lf", &loop_rank, &loop_after) == 2 && loop_rank == rank;
+  const int spins = fault_here("PS_HYBRID_SPIN", rank, &spin_after);
+  const int loops = fault_here("PS_HYBRID_LOOP", rank, &loop_after);
   pthread_t server;
   pthread_create(&server, NULL, serve, NULL);
   char name[64];

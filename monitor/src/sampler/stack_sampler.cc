@@ -495,7 +495,6 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
         }
       }
     }
-    if (sample.path == 0) sample.enclosing = {};
   }
   if (!options.frames) return;
   const auto name_frames = [&](const Unwound& frames, std::vector<SampledFrame>& named) {

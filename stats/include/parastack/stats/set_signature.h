@@ -29,7 +29,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,9 +48,9 @@ class RankLoop {
 
   // The place of this snapshot (its path, or its loop's). `at_work`: a rank outside MPI that is not
   // busy-waiting, or one at work outside MPI on another thread; any other snapshot ends the loop.
-  // `waiting_place`: whether a place is where some rank was seen polling.
+  // `polling_places`: where ranks of the job were seen polling.
   std::uint64_t step(const RankSnapshot& snapshot, bool at_work,
-                     const std::function<bool(std::uint64_t)>& waiting_place);
+                     const std::unordered_set<std::uint64_t>& polling_places);
 
  private:
   struct Seen {
