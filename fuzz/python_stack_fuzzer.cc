@@ -55,6 +55,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     placed |= f.instruction != 0;
   }
   FUZZ_REQUIRE((python_place(frames) != 0) == placed);
+  // The places around a stack exist only where it has a place, the second only beside the first.
+  const PythonPlace places = python_places(frames);
+  FUZZ_REQUIRE(places.place == python_place(frames));
+  FUZZ_REQUIRE(places.enclosing[0] == 0 || placed);
+  FUZZ_REQUIRE(places.enclosing[1] == 0 || places.enclosing[0] != 0);
 
   for (std::size_t i = 0; i < frames.size() && i < 8; ++i) {
     const std::string name = describe_python_frame(read, layout, frames[i]);

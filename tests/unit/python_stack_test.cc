@@ -214,6 +214,32 @@ TEST(PythonStack, AFrameBeingSetUpIsNotAPlaceYet) {
   EXPECT_EQ(python_place({}), 0u);
 }
 
+// solve() (0xb000) loops for ever, calling relax() (0xa000) on every pass; <module> (0xc000)
+// called solve. A sample in relax knows where it would stand were it found in solve's own code.
+TEST(PythonStack, AHelperKnowsThePlaceOfTheLoopThatCalledIt) {
+  const auto places = [](const std::vector<Frame>& frames) {
+    return python_places(read_python_stack(interpreter_running(frames).reader(), kLayout, kRuntime, 202));
+  };
+  const auto in_relax = places({{0xa000, 10, false}, {0xb000, 40, false}, {0xc000, 6, true}});
+  const auto in_solve = places({{0xb000, 24, false}, {0xc000, 6, true}});
+  const auto in_module = places({{0xc000, 8, true}});
+  EXPECT_NE(in_relax.place, in_solve.place);
+  EXPECT_EQ(in_relax.enclosing[0], in_solve.place);  // one call out: the loop, wherever its own code runs
+  EXPECT_EQ(in_relax.enclosing[1], in_module.place);
+  EXPECT_EQ(in_solve.enclosing[0], in_module.place);
+  EXPECT_EQ(in_solve.enclosing[1], 0u);  // nothing out from the module
+  EXPECT_EQ(in_module.enclosing, (std::array<std::uint64_t, 2>{}));
+  // Whichever line of solve called relax, the loop is one place (its own code moves); a solve
+  // called from another line of the module is another.
+  EXPECT_EQ(places({{0xa000, 10, false}, {0xb000, 52, false}, {0xc000, 6, true}}).enclosing[0], in_solve.place);
+  EXPECT_NE(places({{0xa000, 10, false}, {0xb000, 40, false}, {0xc000, 14, true}}).enclosing[0], in_solve.place);
+  // A frame being set up is not the innermost yet: its caller's places are counted from the caller.
+  const auto calling = places({{0xd000, -1, false}, {0xa000, 10, false}, {0xb000, 40, false}, {0xc000, 6, true}});
+  EXPECT_EQ(calling.place, in_relax.place);
+  EXPECT_EQ(calling.enclosing, in_relax.enclosing);
+  EXPECT_EQ(python_places({}).place, 0u);
+}
+
 TEST(PythonStack, FramesAreNamedWithTheLineOfTheirLastInstruction) {
   auto memory = interpreter_running({{0xa000, 10, false}});
   const auto ascii = [&](std::uint64_t object, const std::string& text) {
@@ -336,6 +362,39 @@ TEST(PythonStack, ASpinInOnePythonFunctionIsOnePlaceWhicheverCFunctionRunsIt) {
   // Without the Python stack (unreadable, another CPython) the C frames are the place, as before.
   EXPECT_NE(signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, 0),
             signature({kDictLookup.start + 4, kEvalCallsLookup, kMainCallsEval}, 0));
+}
+
+// The places around a Python rank's are its Python stack's, with the same C part: a helper's
+// enclosing[0] is the path of a sample in the loop that called it, whichever of the interpreter's
+// C functions either runs. In an extension's kernel the Python function that called it is one call
+// out; in a Python callback the extension runs, and in MPI, there are none.
+TEST(PythonStack, AHelperOfAPythonLoopKnowsTheLoopsPathWhicheverCFunctionRunsIt) {
+  const PythonPlace in_relax{0x1234, {0x5678, 0x9abc}}, in_solve{0x5678, {0x9abc, 0}};
+  const auto place = [](const std::vector<std::uint64_t>& frames, const PythonPlace& python,
+                        std::string_view mpi_function = "") {
+    return place_signature(frames, true, classify_by_address(frames, true, kMpi), mpi_function, start_of, {}, {}, {},
+                           in_interpreter, python);
+  };
+  const auto relax = place({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, in_relax);
+  const auto solve = place({kDictLookup.start + 4, kEvalCallsLookup, kMainCallsEval}, in_solve);
+  EXPECT_EQ(relax.path, signature({kLongAdd.start + 8, kEvalCallsAdd, kMainCallsEval}, in_relax.place));
+  EXPECT_EQ(relax.enclosing[0], solve.path);
+  EXPECT_EQ(relax.enclosing[1], solve.enclosing[0]);
+  EXPECT_EQ(solve.enclosing[1], 0u);
+  EXPECT_EQ(relax.enclosing[0], place({kEval.start + 0x500, kMainCallsEval}, in_solve).path);
+  // relax calling numpy's kernel: relax, then solve, stand around it.
+  const auto kernel = place({kNumpyKernel.start + 8, kEvalCallsKernel, kMainCallsEval}, in_relax);
+  EXPECT_NE(kernel.path, relax.path);
+  EXPECT_EQ(kernel.enclosing[0], relax.path);
+  EXPECT_EQ(kernel.enclosing[1], solve.path);
+  // relax as a callback the kernel runs: the kernel's frames are not the interpreter's, so no
+  // sample in Python alone would have this C part.
+  const auto callback =
+      place({kLongAdd.start + 8, kEvalCallsAdd, kNumpyKernel.start + 0x20, kEvalCallsKernel, kMainCallsEval}, in_relax);
+  EXPECT_NE(callback.path, 0u);
+  EXPECT_EQ(callback.enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(place({0x7100, 0x7400, kMpi4pyCallsMpi, kEvalCallsMpi4py, kMainCallsEval}, in_relax, "MPI_Recv").enclosing,
+            (std::array<std::uint64_t, 2>{}));
 }
 
 TEST(PythonStack, AnExtensionsKernelAndTheMpiCallStillCount) {

@@ -1,5 +1,7 @@
 #include "sampler/path_signature.h"
 
+#include <array>
+
 #include "parastack/stats/random.h"
 #include "parastack/stats/verification.h"
 
@@ -52,16 +54,16 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
                              const RuntimeCode& in_openmp, const RuntimeCode& in_interpreter,
                              std::uint64_t python_place) {
   return place_signature(frames, complete, classification, mpi_function, function_of, in_runtime, in_mpi_wrapper,
-                         in_openmp, in_interpreter, python_place)
+                         in_openmp, in_interpreter, PythonPlace{python_place})
       .path;
 }
 
 Place place_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                       std::string_view mpi_function, const FunctionIdentity& function_of, const RuntimeCode& in_runtime,
                       const RuntimeCode& in_mpi_wrapper, const RuntimeCode& in_openmp,
-                      const RuntimeCode& in_interpreter, std::uint64_t python_place) {
+                      const RuntimeCode& in_interpreter, const PythonPlace& python_stack) {
   const auto code = [&](std::size_t i) { return i == 0 ? frames[0] : frames[i] - 1; };
-  const bool python = python_place != 0 && in_interpreter;
+  const bool python = python_stack.place != 0 && in_interpreter;
   const auto interpreted = [&](std::size_t i) { return python && in_interpreter(code(i)); };
   std::size_t innermost = 0;  // of the application part
   switch (classification.state) {
@@ -100,7 +102,7 @@ Place place_signature(std::span<const std::uint64_t> frames, bool complete, cons
   };
   const auto known = [](std::uint64_t hash) { return hash == 0 ? std::uint64_t{1} : hash; };  // 0 means unknown
   std::uint64_t hash = standing_at(innermost, *function);
-  if (python) hash = combine(hash, python_place);
+  if (python) hash = combine(hash, python_stack.place);
   if (classification.state == stats::RankState::InMpi && !stats::is_polling_function(mpi_function)) {
     // A blocking call is also told apart by its call site: two MPI_Sendrecv of one loop are two
     // places, and a rank going from one to the other has moved. (A polling call is not: the loop
@@ -108,7 +110,38 @@ Place place_signature(std::span<const std::uint64_t> frames, bool complete, cons
     hash = combine(combine(hash, hash_name(mpi_function)), frames[mpi_call_site]);
   }
   Place place{known(hash)};
-  if (classification.state != stats::RankState::OutMpi || python) return place;
+  if (classification.state != stats::RankState::OutMpi) return place;
+  if (python) {
+    // In Python alone (the walk above found no C frame but the interpreter's and the C runtime's),
+    // the C part of the place is the same wherever the Python stack is: the places around are the
+    // Python stack's. In an extension's code that the Python code called (numpy's kernel, its own
+    // frames innermost and only the interpreter's out from them), the Python function that called
+    // it stands one call out, as a C helper's caller does. A Python callback that an extension
+    // runs (the interpreter's frames inside the extension's) has none.
+    const auto python_or_runtime = [&](std::size_t i) { return interpreted(i) || (in_runtime && in_runtime(code(i))); };
+    std::array<std::uint64_t, 2> python_around = python_stack.enclosing;
+    if (!python_or_runtime(innermost)) {
+      for (std::size_t i = 0; i < innermost; ++i) {
+        if (interpreted(i)) return place;
+      }
+      std::size_t out = innermost;
+      while (out < frames.size() && !python_or_runtime(out)) ++out;
+      if (out == frames.size()) return place;
+      for (std::size_t i = out; i < frames.size(); ++i) {
+        if (!python_or_runtime(i)) return place;
+      }
+      python_around = {python_stack.place, python_stack.enclosing[0]};
+    }
+    // Where a sample in the Python code alone stands in C: the outermost frame, as the walk above.
+    const std::size_t outermost = frames.size() - 1;
+    const auto outer_function = interpreted(outermost) ? std::optional(kInterpreter) : function_of(code(outermost));
+    if (!outer_function) return place;
+    const std::uint64_t c_part = standing_at(outermost, *outer_function);
+    for (std::size_t j = 0; j < place.enclosing.size(); ++j) {
+      if (python_around[j] != 0) place.enclosing[j] = known(combine(c_part, python_around[j]));
+    }
+    return place;
+  }
   std::size_t k = innermost;
   for (auto& enclosing : place.enclosing) {
     if (++k >= frames.size()) break;

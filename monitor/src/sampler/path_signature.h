@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "sampler/classify.h"
+#include "sampler/python_stack.h"
 
 namespace parastack::sampler {
 
@@ -66,7 +67,10 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
 // is seen in the loop and in its helpers in turn; stats::SetSignatures uses these to see it stand
 // still at the loop (docs/statistics.md, "A loop through helpers"). Only for a rank outside MPI
 // with a C place: 0 otherwise, and from a caller in the C runtime or an OpenMP runtime on (qsort
-// calling a comparison is not a loop of the application's).
+// calling a comparison is not a loop of the application's). A rank at work in Python alone has
+// its Python stack's (`python`, python_stack.h: a loop calling Python helpers); one found in a C
+// extension's kernel that Python called (numpy's) has that Python function one call out; one in a
+// Python callback an extension runs has none.
 struct Place {
   std::uint64_t path = 0;
   std::array<std::uint64_t, 2> enclosing{};
@@ -75,7 +79,7 @@ Place place_signature(std::span<const std::uint64_t> frames, bool complete, cons
                       std::string_view mpi_function, const FunctionIdentity& function_of,
                       const RuntimeCode& in_runtime = {}, const RuntimeCode& in_mpi_wrapper = {},
                       const RuntimeCode& in_openmp = {}, const RuntimeCode& in_interpreter = {},
-                      std::uint64_t python_place = 0);
+                      const PythonPlace& python = {});
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize in any spelling (PMPI_, Fortran mpi_init_, MPI_INIT),
 // and Open MPI's ompi_mpi_init / ompi_mpi_finalize, which MPI_Finalize tail-jumps into (so no

@@ -280,16 +280,32 @@ std::string describe_python_frame(const ReadMemory& read, const CPythonLayout& l
   return *name + " (" + (file ? *file : std::string("?")) + ":" + std::to_string(line) + ")";
 }
 
-std::uint64_t python_place(const std::vector<PythonFrame>& frames) {
-  std::size_t innermost = 0;
-  while (innermost < frames.size() && frames[innermost].instruction == 0) ++innermost;  // being set up
-  if (innermost == frames.size()) return 0;
+namespace {
+
+// The place of the stack standing in frames[innermost]: that function by code object, its callers
+// by call.
+std::uint64_t place_from(const std::vector<PythonFrame>& frames, std::size_t innermost) {
   std::uint64_t hash = stats::mix64(frames[innermost].code);
   for (std::size_t i = innermost + 1; i < frames.size(); ++i) {
     hash = stats::mix64(hash ^ frames[i].code);
     hash = stats::mix64(hash ^ frames[i].instruction);
   }
   return hash == 0 ? 1 : hash;
+}
+
+}  // namespace
+
+std::uint64_t python_place(const std::vector<PythonFrame>& frames) { return python_places(frames).place; }
+
+PythonPlace python_places(const std::vector<PythonFrame>& frames) {
+  std::size_t innermost = 0;
+  while (innermost < frames.size() && frames[innermost].instruction == 0) ++innermost;  // being set up
+  if (innermost == frames.size()) return {};
+  PythonPlace place{place_from(frames, innermost)};
+  for (std::size_t j = 0; j < place.enclosing.size() && innermost + 1 + j < frames.size(); ++j) {
+    place.enclosing[j] = place_from(frames, innermost + 1 + j);
+  }
+  return place;
 }
 
 }  // namespace parastack::sampler

@@ -12,6 +12,7 @@
 // ranks keep their C places (a spin in Python is then left to the S model).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -123,5 +124,17 @@ std::vector<Frame> interleave_python_frames(std::vector<Frame> c_frames, const s
 // (a loop's instruction moves), its callers by call (code object and instruction); frames being
 // set up are not places yet. 0 when there is none.
 std::uint64_t python_place(const std::vector<PythonFrame>& frames);
+
+// A Python stack's place and the places of the functions around it, as sampler::Place has them for
+// C code: `enclosing[j]` is the place the stack would have standing in the function j + 1 calls out
+// from its innermost one. A loop that calls a Python helper on every pass (`while True: x =
+// relax(x)`) is found in the loop and in the helper in turn, and the helper's enclosing[0] is the
+// loop's place. Called through the interpreter's own C code too (a generator `sum` runs): those C
+// frames are the interpreter's, no places; path_signature.h decides when C code in between counts.
+struct PythonPlace {
+  std::uint64_t place = 0;
+  std::array<std::uint64_t, 2> enclosing{};
+};
+PythonPlace python_places(const std::vector<PythonFrame>& frames);
 
 }  // namespace parastack::sampler

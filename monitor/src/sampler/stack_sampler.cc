@@ -459,7 +459,7 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
         [in](std::uint64_t address) { return in->in_c_runtime(address); },
         [in](std::uint64_t address) { return in->in_mpi_wrapper(address); },
         [in](std::uint64_t address) { return in->in_openmp_runtime(address); },
-        [in](std::uint64_t address) { return in->in_python_interpreter(address); }, python_place(python));
+        [in](std::uint64_t address) { return in->in_python_interpreter(address); }, python_places(python));
   };
   const std::vector<PythonFrame> python_frames =
       image.runs_python() ? image.python_stack(tid) : std::vector<PythonFrame>{};
