@@ -1418,10 +1418,11 @@ void expect_untouched_by_the_progress_library(const std::vector<std::string>& jo
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
-// ps_ring.py spin: rank 1 spins in converge(), found and named where its developer wrote it
-// (function and file), the others waiting in `others_wait_in` if given (mpi4py's allreduce of an
-// object is its own point-to-point calls); the job is killed.
-void expect_python_spin_of_rank_one_found(WatchedRun& run, const char* others_wait_in = nullptr) {
+// ps_ring.py spin: rank 1 spins in converge() (or `loop`'s function), found and named where its
+// developer wrote it (function and file), the others waiting in `others_wait_in` if given (mpi4py's
+// allreduce of an object is its own point-to-point calls); the job is killed.
+void expect_python_spin_of_rank_one_found(WatchedRun& run, const char* others_wait_in = nullptr,
+                                          const std::string& function = "converge") {
   ASSERT_EQ(run.wait(300s), kExitHang) << run.log();
   const json report = run.report();
   ASSERT_FALSE(report.is_discarded()) << run.log();
@@ -1429,7 +1430,7 @@ void expect_python_spin_of_rank_one_found(WatchedRun& run, const char* others_wa
   EXPECT_EQ(report["hang_type"], "computation") << stacks;
   EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
   EXPECT_GT(report["detected_at"].get<double>(), run.fault_time(1).value_or(1e300));
-  EXPECT_NE(stacks.find("converge (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find(function + " (" + test_program("ps_ring.py") + ":"), std::string::npos) << stacks;
   if (others_wait_in) {
     EXPECT_NE(stacks.find(others_wait_in), std::string::npos) << stacks;
   }
@@ -1521,6 +1522,23 @@ TEST_F(Mpi4py, WithoutTheProgressLibraryTheStacksNameTheDeadlocksRank) {
 TEST_F(Mpi4py, ARankSpinningInPythonStandsStillAndIsFoundWithItsPythonFunction) {
   WatchedRun run({}, ring("spin", "8"));
   expect_python_spin_of_rank_one_found(run);
+}
+
+// The same spin written as a solver writes it: the loop calls Python helpers on every pass, so
+// samples find the rank in the loop or in either helper, three places. Each helper's frame knows
+// the loop's place (python_stack.h, PythonPlace), so the rank stands still at the loop
+// (docs/statistics.md, "A loop through helpers"). Until 2026-12-07 Python frames had no places
+// around them, and S sees nothing here (above).
+TEST_F(Mpi4py, ARankLoopingThroughPythonHelpersIsFoundAtItsLoop) {
+  WatchedRun run({}, ring("loop", "8"));
+  expect_python_spin_of_rank_one_found(run, nullptr, "solve_forever");
+}
+
+// The same with a C extension's kernel on every pass (OpenSSL's SHA-256 through hashlib, as a numpy
+// solver's matrix product): a sample in the kernel has its Python caller one call out.
+TEST_F(Mpi4py, ARankLoopingThroughAnExtensionsKernelIsFoundAtItsLoop) {
+  WatchedRun run({}, ring("loop-kernel", "8"));
+  expect_python_spin_of_rank_one_found(run, nullptr, "solve_with_a_kernel_forever");
 }
 
 // And a healthy one is watched (its ranks move between Python places) and left to finish.

@@ -12,6 +12,12 @@ process's global scope, where a PMPI tool preloaded with LD_PRELOAD first looks 
     ps_ring.py spin AFTER [RANK] the ring, until after AFTER seconds rank RANK's solve stops
                                  converging: it loops for ever in Python (in converge()), and the
                                  others wait for it in MPI_Allreduce
+    ps_ring.py loop AFTER [RANK] the same, but the loop that never ends calls two Python helpers on
+                                 every pass (solve_forever() calling relax() and residual()), as a
+                                 real solver's iteration does
+    ps_ring.py loop-kernel AFTER [RANK]
+                                 the same, but each pass calls relax() and a C extension's kernel
+                                 (hashlib's SHA-256, OpenSSL's code), as a numpy solver's does
     ps_ring.py sleep AFTER [RANK]
                                  the same, but rank RANK sleeps for ever (time.sleep)
     ps_ring.py alone             no MPI: one process spins in converge() at once, as rank 1's
@@ -27,6 +33,7 @@ writes fault.RANK as its fault begins (tests/programs/ready_file.h). With PS_RIN
 each rank first writes python.N (N from OMPI_COMM_WORLD_RANK) and imports mpi4py, which loads
 libmpi, only once FILE exists: a test samples a rank whose MPI library is not loaded yet.
 """
+import hashlib
 import os
 import sys
 import time
@@ -120,6 +127,34 @@ def converge(x):
             return x
 
 
+def relax(x):
+    for _ in range(200):
+        x = (x * 31 + 7) % 1000003
+    return x
+
+
+def residual(x):
+    r = 1
+    for i in range(200):
+        r += (x >> (i % 20)) & 1
+    return r
+
+
+def solve_forever(x):
+    while True:  # the bug: the residual never falls below the tolerance
+        x = relax(x)
+        if residual(x) < 0:
+            return x
+
+
+def solve_with_a_kernel_forever(x):
+    block = bytes(range(256)) * 64
+    while True:  # the same bug; the residual comes from an extension's C code
+        x = relax(x)
+        if hashlib.sha256(block).digest()[0] + x < 0:
+            return x
+
+
 def main():
     if sys.argv[1] == "alone":
         write_ready_file("rank.1")
@@ -149,10 +184,14 @@ def main():
     start = time.monotonic()
     iterations = 0
     while True:
-        if mode in ("spin", "sleep") and rank == faulty and time.monotonic() - start >= seconds:
+        if mode in ("spin", "loop", "loop-kernel", "sleep") and rank == faulty and time.monotonic() - start >= seconds:
             write_ready_file("fault.%d" % rank)
             if mode == "spin":
                 converge(iterations)
+            if mode == "loop":
+                solve_forever(iterations)
+            if mode == "loop-kernel":
+                solve_with_a_kernel_forever(iterations)
             time.sleep(1e9)
         # Everyone agrees on when to stop, so that all leave the loop at the same iteration.
         done = comm.allreduce(1 if time.monotonic() - start >= end else 0, op=maximum)
