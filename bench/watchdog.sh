@@ -15,7 +15,9 @@
 #     DFT molecular dynamics, deep Fortran stacks) or our hybrid MPI + OpenMP code (--apps openmp:2,
 #     tests/programs/ps_openmp.c, 2 threads a rank, whose spin is its own bug: a parallel region
 #     repeated for ever) or our mpi4py ring (--apps mpi4py:4, tests/programs/ps_ring.py, Debian's
-#     python3: its faults are its own, in Python), the same faults through LD_PRELOAD, at each time of
+#     python3: its faults are its own, in Python, and it also takes the kinds loop and loop-kernel, a
+#     loop through Python helpers or an extension's kernel; the injector takes loop, a loop through
+#     two C helpers), the same faults through LD_PRELOAD, at each time of
 #     APP_FAULT_TIMES (a number, or LO-HI for a uniform random time). APP_RUNS runs per (program,
 #     kind, time).
 #     Per run of 2 and 3: ranks, kind, rank, fault time, verdict, hang type, faulty ranks, delay
