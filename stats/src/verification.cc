@@ -124,8 +124,14 @@ void for_each_move(std::size_t i, const std::vector<RankSnapshot>& snapshots, Mo
 // than where it last polled, whatever was sampled in between (its loop's own work, most often).
 // With the progress library's counts on both, those alone decide: a wait that ended completed a
 // call, so a rank polling at two places with its count standing is in a loop that polls from both.
-std::optional<ProgressEvidence> RankMovement::step(const RankSnapshot& snapshot) {
-  if (snapshot.state == RankState::Unknown) return std::nullopt;
+std::optional<ProgressEvidence> RankMovement::step(const RankSnapshot& sampled) {
+  if (sampled.state == RankState::Unknown) return std::nullopt;
+  // A rank at work outside MPI beside a thread in MPI is where that thread is: its working threads
+  // going from one function to another are no step (a single-threaded rank's spin is none), and
+  // read in the rank's place they looked like the wait of its thread in MPI ending.
+  std::optional<RankSnapshot> own;
+  if (sampled.at_work_outside) own.emplace(sampled).path = sampled.mpi_thread_path;
+  const RankSnapshot& snapshot = own ? *own : sampled;
   // Where it was last seen (the common case, and so where it last polled if it polls): no move.
   if (previous_ && previous_->state == snapshot.state && previous_->path == snapshot.path &&
       previous_->mpi_completed == snapshot.mpi_completed && previous_->mpi_polled == snapshot.mpi_polled &&

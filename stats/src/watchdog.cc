@@ -535,6 +535,22 @@ HangFinding Watchdog::identify(JobProbe& probe, const Verified& verified, std::o
     return finding;
   }
   finding.faulty_ranks = persistently_out_ranks(finding.checks);
+  // Every rank at work outside MPI in every check: nobody waits for anybody. Only ranks that also
+  // have a thread in MPI (a comm thread polling beside the computation: IN_MPI for S, §6) make such
+  // a picture follow a low S; it is the job computing, and a hang in which every rank spins is one
+  // S never sees in a single-threaded code either.
+  if (rank_count_ > 0 && finding.faulty_ranks.size() == static_cast<std::size_t>(rank_count_)) {
+    finding.faulty_ranks.clear();
+    moved.emplace();
+    moved->alarm = Alarm{.decision = finding.decision,
+                         .slowdown = true,
+                         .withdrawn = true,
+                         .evidence =
+                             "every rank works outside MPI in every check of all ranks (beside a thread in "
+                             "MPI): the job computes"};
+    moved->progress_at = times.back();  // no freeze learned: the checks, not its length, tell it
+    return finding;
+  }
   at_serial_end(finding.faulty_ranks);
   return finding;
 }

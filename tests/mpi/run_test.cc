@@ -1017,6 +1017,29 @@ TEST(Run, ARankWhoseMainThreadSpinsBesideItsCommThreadIsNamedFaulty) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The same spin going round the step's two kernels (relax_grid, scan_table) for ever, called from
+// long_phase (PS_HYBRID_LOOP). The rank's place is both its threads' and stands at long_phase (a
+// loop through helpers, docs/statistics.md), so the stasis evidence fires; but verification read
+// the main thread's move from one kernel to the other as the comm thread's wait ending (found
+// polling at another place) and judged every alarm a slowdown: never found (measured: no verdict in
+// 200 s, four alarms). Verification now reads a rank at work beside its thread in MPI where that
+// thread is (RankSnapshot::mpi_thread_path), so the spin is confirmed with rank 1 named.
+TEST(Run, ARankWhoseMainThreadLoopsThroughHelpersBesideItsCommThreadIsFound) {
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_hybrid"), "server", "100000"}, {"PS_HYBRID_LOOP=1:5"}));
+  ASSERT_EQ(run.wait(200s), kExitHang) << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  const std::string stacks = report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["hang_type"], "computation") << stacks;
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << stacks;
+  EXPECT_GT(report["detected_at"].get<double>() - report["started_at"].get<double>(), 5.0);
+  EXPECT_NE(stacks.find("long_phase"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find("MPI_Iprobe  [1 rank: 1]"), std::string::npos) << stacks;
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // A code whose ranks never block in MPI (every wait an MPI_Test or MPI_Iprobe loop with work
 // between polls: tests/programs/ps_poller.c) is sampled inside MPI nearly all the time, healthy or
 // hung. Watched for three minutes, it must never raise an alarm, not even one that verification

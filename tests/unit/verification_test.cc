@@ -90,6 +90,32 @@ TEST(Verification, PollingAtAnotherPlaceIsAWaitThatEnded) {
                               {at(out(), 6), at(in("MPI_Iprobe"), 2), at(out(), 6), at(in("MPI_Iprobe"), 2)}}));
 }
 
+// An MPI_THREAD_MULTIPLE rank whose comm thread polls (its own place 1) while its main thread
+// works: the rank's place mixes both threads' (10, 11...), its MPI thread's is apart.
+RankSnapshot working_beside_poll(std::uint64_t mixed, std::uint64_t poll) {
+  RankSnapshot s = at(in("MPI_Iprobe"), mixed);
+  s.at_work_outside = true;
+  s.mpi_thread_path = poll;
+  return s;
+}
+
+TEST(Verification, AWorkingThreadGoingRoundItsHelpersBesideAPollIsNoWaitThatEnded) {
+  // A main thread spinning through two helpers (mixed places 10 and 11 in turn) beside a comm
+  // thread polling on at one place: no step, as a single-threaded rank's spin is none. Read in the
+  // mixed place it was "polling at another place" at every other snapshot.
+  EXPECT_FALSE(find_progress({{working_beside_poll(10, 1), working_beside_poll(11, 1), working_beside_poll(10, 1),
+                               working_beside_poll(11, 1)}}));
+  // The comm thread found polling elsewhere while the main thread works: its wait ended.
+  const auto ended = find_progress({{working_beside_poll(10, 1), working_beside_poll(11, 2)}});
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_TRUE(ended->changed_place);
+  // The main thread done working, blocked in a call beside the poll, or the other way round: moves.
+  EXPECT_TRUE(find_progress({{working_beside_poll(10, 1), at(in("MPI_Allreduce"), 4)}}));
+  EXPECT_TRUE(find_progress({{at(in("MPI_Allreduce"), 4), working_beside_poll(10, 1)}}));
+  // Its MPI thread's place unknown: never a move.
+  EXPECT_FALSE(find_progress({{working_beside_poll(10, 1), working_beside_poll(11, 0), working_beside_poll(10, 1)}}));
+}
+
 RankSnapshot counted(RankSnapshot s, std::uint64_t completed) {
   s.mpi_completed = completed;
   return s;

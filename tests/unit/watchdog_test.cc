@@ -450,5 +450,77 @@ TEST(Watchdog, ASerialEndThatFinishesUnderTheChecksIsNoHang) {
       << alarms.back().evidence;
 }
 
+// Four ranks that compute or wait in MPI at random until `phase`. From then on every rank's comm
+// thread polls in MPI_Iprobe, each at its own place (an MPI_THREAD_MULTIPLE code's communication
+// thread: the rank is IN_MPI for S, so S = 0), beside a main thread that works: with `all_work`
+// every rank's, in one kernel (a long phase of a healthy code); otherwise only rank `worker`'s,
+// going round two helpers for ever (its place alternates), while the other main threads block in
+// the step's MPI_Allreduce (a spin that hangs the job).
+class CommThreadsBesideWork : public JobProbe {
+ public:
+  CommThreadsBesideWork(double phase, bool all_work, int worker)
+      : phase_(phase), all_work_(all_work), worker_(worker) {}
+  double now() override { return t_; }
+  bool wait_until(double t) override {
+    t_ = std::max(t_, t);
+    return t_ < phase_ + 600;
+  }
+  std::vector<RankSnapshot> snapshot(const std::vector<int>& ranks) override {
+    std::vector<RankSnapshot> states;
+    const auto tick = static_cast<std::uint64_t>(t_ / 0.1);
+    for (int rank : ranks) {
+      const auto r = static_cast<std::uint64_t>(rank);
+      if (t_ < phase_) {
+        states.push_back(computes_or_waits(rank, tick));
+      } else if (all_work_ || rank == worker_) {
+        RankSnapshot s{RankState::InMpi, "MPI_Iprobe", all_work_ ? 0x900 + r : 0x980 + tick % 2};
+        s.at_work_outside = true;
+        s.mpi_thread_path = 0x800 + r;
+        states.push_back(std::move(s));
+      } else {
+        states.push_back({RankState::InMpi, "MPI_Allreduce", 0x600});
+      }
+    }
+    return states;
+  }
+  std::vector<std::optional<WorkCounters>> work_counters() override { return {}; }
+
+ private:
+  double phase_;
+  bool all_work_;
+  int worker_;
+  double t_ = 0;
+};
+
+// A long phase in which every rank works beside its comm thread's poll: S = 0 and nothing moves,
+// so the model alarms; verification sees no step, and every rank is OUT_MPI in every check of all
+// ranks. Nobody waits for anybody: the job computes, and it is not killed (before, every rank was
+// named faulty).
+TEST(Watchdog, EveryRankWorkingBesideItsCommThreadInEveryCheckIsNoHang) {
+  CommThreadsBesideWork probe(120, true, -1);
+  std::vector<Alarm> alarms;
+  WatchdogHooks hooks;
+  hooks.on_alarm = [&](const Alarm& alarm) { alarms.push_back(alarm); };
+  const auto finding = Watchdog(WatchdogConfig{}, 4, 5).watch(probe, hooks);
+  EXPECT_FALSE(finding.has_value()) << "a computing job confirmed hung, " << finding->faulty_ranks.size()
+                                    << " rank(s) named faulty";
+  ASSERT_FALSE(alarms.empty()) << "the phase raised no alarm: the test tests nothing";
+  EXPECT_TRUE(alarms.back().slowdown && alarms.back().withdrawn) << alarms.back().evidence;
+  EXPECT_NE(alarms.back().evidence.find("every rank works outside MPI"), std::string::npos) << alarms.back().evidence;
+}
+
+// One rank's main thread going round two helpers for ever beside its comm thread's poll, the other
+// ranks blocked: its place (both threads') alternates, and verification read that as the comm
+// thread's wait ending at every other snapshot, so the hang was never confirmed. Its comm thread's
+// own place stands: found, with the rank named.
+TEST(Watchdog, AMainThreadSpinningThroughHelpersBesideItsCommThreadIsFound) {
+  CommThreadsBesideWork probe(120, false, 2);
+  const auto finding = Watchdog(WatchdogConfig{}, 4, 5).watch(probe);
+  ASSERT_TRUE(finding.has_value()) << "the spin was never confirmed";
+  EXPECT_EQ(finding->type(), HangType::Computation);
+  EXPECT_EQ(finding->faulty_ranks, std::vector<int>{2});
+  EXPECT_GE(finding->decision.onset(), 120 - 1);
+}
+
 }  // namespace
 }  // namespace parastack::stats

@@ -44,7 +44,8 @@ class FixedNodeWorker final : public node::NodeWorker {
                                                  .path = 0xabcdef0123456789,
                                                  .mpi_completed = std::uint64_t{1} << 50,
                                                  .mpi_polled = true,
-                                                 .at_work_outside = true}
+                                                 .at_work_outside = true,
+                                                 .mpi_thread_path = 0x5151515151515151}
                            : stats::RankSnapshot{.state = stats::RankState::OutMpi,
                                                  .mpi_function = "",
                                                  .path = 42,
@@ -168,16 +169,18 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_FALSE(snapshots[0].mpi_polled);
   EXPECT_TRUE(snapshots[1].at_work_outside);
   EXPECT_FALSE(snapshots[0].at_work_outside);
+  EXPECT_EQ(snapshots[1].mpi_thread_path, 0x5151515151515151u);
+  EXPECT_EQ(snapshots[0].mpi_thread_path, 0u);
   // The first snapshot's progress flags lie after the count (4), state (1), empty call (4), path
-  // (8) and enclosing places (16): unknown flag bits, or a count's bytes without its flag, are
-  // refused, not read as a count.
+  // (8), enclosing places (16) and its MPI thread's path (8): unknown flag bits, or a count's bytes
+  // without its flag, are refused, not read as a count.
   const std::string reply = serve_request(worker, 0, snapshot_request({1, 0}));
-  ASSERT_EQ(reply[33], '\0');
+  ASSERT_EQ(reply[41], '\0');
   std::string bad = reply;
-  bad[33] = 8;
+  bad[41] = 8;
   EXPECT_THROW(decode_snapshots(bad), WireError);
   bad = reply;
-  bad[34] = 1;
+  bad[42] = 1;
   EXPECT_THROW(decode_snapshots(bad), WireError);
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),

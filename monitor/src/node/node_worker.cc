@@ -139,6 +139,7 @@ std::vector<stats::RankSnapshot> LiveNodeWorker::snapshot(const std::vector<int>
     }
     stats::RankSnapshot snapshot{samples[i].state, std::move(samples[i].mpi_function), samples[i].path};
     snapshot.at_work_outside = samples[i].at_work_outside;
+    snapshot.mpi_thread_path = samples[i].mpi_thread_path;
     snapshot.enclosing = samples[i].enclosing;
     if (counts[i]) {
       snapshot.mpi_completed = counts[i]->completed;

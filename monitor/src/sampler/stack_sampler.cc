@@ -479,6 +479,7 @@ void describe_rank(RankSample& sample, ProcessImage& image, os::Tid tid, const U
   if (sample.state == stats::RankState::InMpi && !at_work.empty()) {
     sample.at_work_outside = true;
     const std::uint64_t deciding = sample.path;
+    sample.mpi_thread_path = deciding;
     const auto beside = [](std::uint64_t own, std::uint64_t working, os::Tid worker) {
       return own == 0 || working == 0 ? std::uint64_t{0} : stats::mix64(own ^ stats::mix64(working ^ worker.value));
     };

@@ -84,6 +84,7 @@ struct RankSample {
   // IN_MPI for S (the paper's rule, §6), but for stillness a rank at work outside MPI, as a
   // single-threaded rank computing is; `path` is then the place of all those threads.
   bool at_work_outside = false;
+  std::uint64_t mpi_thread_path = 0;         // with at_work_outside: the thread in MPI's own path
   std::vector<SampledFrame> working_frames;  // with SampleOptions::frames, such a working thread's
   std::vector<SampledFrame> frames;          // with SampleOptions::frames
   std::size_t threads_sampled = 0;

@@ -63,6 +63,10 @@ struct RankSnapshot {
   // (§6), but for stillness a rank at work outside MPI, never a busy-waiting one; `path` is then
   // the place of all those threads.
   bool at_work_outside = false;
+  // With at_work_outside: the place of its thread in MPI alone (0: unknown). Verification reads a
+  // move of that thread (a wait that ended) apart from its working threads going round their work,
+  // which is no step through the code, as a single-threaded rank's spin is none.
+  std::uint64_t mpi_thread_path = 0;
 };
 
 // MPI_Test / PMPI_Test / mpi_test_ / MPI_TESTALL ... and MPI_Iprobe: the calls a waiting loop polls.
