@@ -17,7 +17,7 @@
 #     repeated for ever) or our mpi4py ring (--apps mpi4py:4, tests/programs/ps_ring.py, Debian's
 #     python3: its faults are its own, in Python, and it also takes the kinds loop and loop-kernel, a
 #     loop through Python helpers or an extension's kernel; the injector takes loop, a loop through
-#     two C helpers), the same faults through LD_PRELOAD, at each time of
+#     two C helpers, and loop-deep, whose helpers call kernels of their own), the same faults through LD_PRELOAD, at each time of
 #     APP_FAULT_TIMES (a number, or LO-HI for a uniform random time). APP_RUNS runs per (program,
 #     kind, time).
 #     Per run of 2 and 3: ranks, kind, rank, fault time, verdict, hang type, faulty ranks, delay

@@ -45,12 +45,12 @@ std::uint64_t RankLoop::step(const RankSnapshot& s, bool at_work,
     return s.path;
   }
   const auto within = [](const Seen& seen, std::uint64_t loop) {
-    return seen.path == loop || seen.enclosing[0] == loop || seen.enclosing[1] == loop;
+    return seen.path == loop || std::ranges::find(seen.enclosing, loop) != seen.enclosing.end();
   };
   // A loop around a polling call is a poller's wait, whatever work it calls: never a loop here.
   const auto near_a_poll = [&](const Seen& seen) {
-    return polling_places.contains(seen.path) || polling_places.contains(seen.enclosing[0]) ||
-           polling_places.contains(seen.enclosing[1]);
+    return polling_places.contains(seen.path) ||
+           std::ranges::any_of(seen.enclosing, [&](std::uint64_t e) { return polling_places.contains(e); });
   };
   const Seen now{s.path, s.enclosing};
   if (count_ == kSamples) std::move(recent_.begin() + 1, recent_.end(), recent_.begin());
@@ -65,7 +65,9 @@ std::uint64_t RankLoop::step(const RankSnapshot& s, bool at_work,
   const bool came_back = there != last && std::any_of(there, last, [&](const Seen& e) { return e.path != now.path; });
   if (!came_back || std::any_of(recent_.begin(), recent_.end(), near_a_poll)) return s.path;
   // The innermost function that every one of these samples stood in, or called a helper from.
-  for (const std::uint64_t candidate : {now.path, now.enclosing[0], now.enclosing[1]}) {
+  std::array<std::uint64_t, 1 + kEnclosingPlaces> candidates{now.path};
+  std::ranges::copy(now.enclosing, candidates.begin() + 1);
+  for (const std::uint64_t candidate : candidates) {
     if (candidate == 0) continue;
     if (std::all_of(recent_.begin(), recent_.end(), [&](const Seen& e) { return within(e, candidate); })) {
       loop_ = candidate;

@@ -891,6 +891,15 @@ TEST(Run, ARankSpinningWhileTheOthersPollIsFound) { expect_found_beside_pollers(
 // loop (stats/set_signature.h, "A loop through helpers").
 TEST(Run, ARankLoopingThroughHelpersWhileTheOthersPollIsFound) { expect_found_beside_pollers("loop"); }
 
+// The same loop whose helpers spend their time in kernels of their own (PS_FAULT_KIND=loop-deep:
+// relax() sweeping rows with a row kernel, residual() running a dot kernel through a norm, as a
+// call of cblas_dnrm2 runs OpenBLAS's dnrm2_k): samples find it three calls in from the loop, in
+// two kernels whose callers differ up to the loop. Until the night of 2026-12-07 a rank stood at a loop only
+// one or two calls out, so this spin moved for ever.
+TEST(Run, ARankLoopingThroughHelpersThatCallKernelsWhileTheOthersPollIsFound) {
+  expect_found_beside_pollers("loop-deep");
+}
+
 // A hybrid MPI + OpenMP code (tests/programs/ps_openmp.c: MPI between ranks, 2 OpenMP threads in
 // each) runs as most large applications do: healthy, it completes untouched.
 TEST(Run, AHealthyOpenMpJobCompletesUntouched) {

@@ -6,6 +6,9 @@
  *                              loop      the same in a loop that calls two functions on every
  *                                        pass (a solve that never converges): seen in the loop
  *                                        and in either helper, never in one place
+ *                              loop-deep the same loop whose helpers spend their time in kernels
+ *                                        of their own (a sweep's row kernel; a norm's dot kernel,
+ *                                        as cblas_dnrm2 runs OpenBLAS's): found three calls in
  *                              sleep     sleep forever outside MPI (a computation hang, idle)
  *                              deadlock  enter a receive nobody will ever match (communication)
  *                              slow      delay every MPI call for a while, then recover
@@ -44,7 +47,7 @@
 #include "clocks.h"
 #include "ready_file.h"
 
-enum kind { NONE, SPIN, LOOP, SLEEP, DEADLOCK, SLOW, STALL, KERNEL, SERIAL };
+enum kind { NONE, SPIN, LOOP, LOOP_DEEP, SLEEP, DEADLOCK, SLOW, STALL, KERNEL, SERIAL };
 
 static atomic_int configured; /* 0: not yet, 1: armed on this rank, 2: inactive */
 static enum kind kind = NONE;
@@ -71,15 +74,16 @@ static void configure(void) {
   if (rank_text && kind_text) {
     int rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    kind = strcmp(kind_text, "spin") == 0       ? SPIN
-           : strcmp(kind_text, "loop") == 0     ? LOOP
-           : strcmp(kind_text, "sleep") == 0    ? SLEEP
-           : strcmp(kind_text, "deadlock") == 0 ? DEADLOCK
-           : strcmp(kind_text, "slow") == 0     ? SLOW
-           : strcmp(kind_text, "stall") == 0    ? STALL
-           : strcmp(kind_text, "kernel") == 0   ? KERNEL
-           : strcmp(kind_text, "serial") == 0   ? SERIAL
-                                                : NONE;
+    kind = strcmp(kind_text, "spin") == 0        ? SPIN
+           : strcmp(kind_text, "loop") == 0      ? LOOP
+           : strcmp(kind_text, "loop-deep") == 0 ? LOOP_DEEP
+           : strcmp(kind_text, "sleep") == 0     ? SLEEP
+           : strcmp(kind_text, "deadlock") == 0  ? DEADLOCK
+           : strcmp(kind_text, "slow") == 0      ? SLOW
+           : strcmp(kind_text, "stall") == 0     ? STALL
+           : strcmp(kind_text, "kernel") == 0    ? KERNEL
+           : strcmp(kind_text, "serial") == 0    ? SERIAL
+                                                 : NONE;
     if (kind == NONE) fprintf(stderr, "libps_fault: unknown PS_FAULT_KIND %s\n", kind_text);
     after_seconds = env_number("PS_FAULT_AFTER_SECONDS", -1);
     after_calls = (long)env_number("PS_FAULT_AFTER_CALLS", -1);
@@ -115,6 +119,47 @@ __attribute__((noinline, noreturn)) static void injected_loop_hang(void) {
   for (;;) {
     injected_relax();
     injected_residual();
+  }
+}
+
+/* Kernels of about half a millisecond, called from helpers the loop calls: each call is followed by
+ * work of its caller's, so none is a tail call that would drop its caller's frame. */
+__attribute__((noinline)) static void injected_row_kernel(void) {
+  for (int i = 1; i < 150000; ++i) sink += 1.0 / i;
+}
+
+__attribute__((noinline)) static void injected_sweep(void) {
+  for (int row = 0; row < 4; ++row) {
+    injected_row_kernel();
+    sink *= 0.5;
+  }
+}
+
+__attribute__((noinline)) static void injected_deep_relax(void) {
+  injected_sweep();
+  sink += 1.0;
+}
+
+__attribute__((noinline)) static void injected_dot_kernel(void) {
+  for (int i = 1; i < 150000; ++i) sink *= 1.0000001;
+}
+
+__attribute__((noinline)) static void injected_norm(void) {
+  for (int block = 0; block < 4; ++block) {
+    injected_dot_kernel();
+    sink += 1.0;
+  }
+}
+
+__attribute__((noinline)) static void injected_deep_residual(void) {
+  injected_norm();
+  sink *= 0.5;
+}
+
+__attribute__((noinline, noreturn)) static void injected_deep_loop_hang(void) {
+  for (;;) {
+    injected_deep_relax();
+    injected_deep_residual();
   }
 }
 
@@ -216,6 +261,8 @@ static void maybe_inject(void) {
       injected_compute_hang();
     case LOOP:
       injected_loop_hang();
+    case LOOP_DEEP:
+      injected_deep_loop_hang();
     case SLEEP:
       injected_sleep_hang();
     case DEADLOCK:

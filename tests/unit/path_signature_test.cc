@@ -14,14 +14,14 @@ using stats::RankState;
 // identity is where they start, as ProcessImage::function_start gives it.
 const std::vector<CodeRange> kMpi{{0x7000, 0x8000}};
 constexpr CodeRange kMain{0x1000, 0x1100}, kSolve{0x1100, 0x1200}, kPollLoop{0x1200, 0x1300}, kRelax{0x1300, 0x1400},
-    kLibcStart{0x9000, 0x9100};
+    kRelaxKernel{0x1400, 0x1500}, kLibcStart{0x9000, 0x9100};
 constexpr std::uint64_t kMpiInternals = 0x7100, kMpiEntry = 0x7400;
 // Return addresses: main's call of solve / of poll_loop, and libc's call of main.
 constexpr std::uint64_t kMainCallsSolve = 0x1040, kMainCallsSolveElsewhere = 0x1060, kMainCallsPollLoop = 0x1080,
-                        kLibcCallsMain = 0x9050, kSolveCallsRelax = 0x1150;
+                        kLibcCallsMain = 0x9050, kSolveCallsRelax = 0x1150, kRelaxCallsKernel = 0x1350;
 
 std::optional<std::uint64_t> start_of(std::uint64_t address) {
-  for (const auto& f : {kMain, kSolve, kPollLoop, kRelax, kLibcStart}) {
+  for (const auto& f : {kMain, kSolve, kPollLoop, kRelax, kRelaxKernel, kLibcStart}) {
     if (f.contains(address)) return f.start;
   }
   return std::nullopt;
@@ -148,11 +148,17 @@ TEST(PathSignature, AHelperKnowsThePlaceOfTheLoopThatCalledIt) {
   EXPECT_EQ(in_relax.enclosing[1], in_solve.enclosing[0]);  // two: main
   EXPECT_EQ(in_solve.enclosing[0], place({kMain.start + 0x10, kLibcCallsMain}).path);
   EXPECT_NE(in_relax.enclosing[0], place({kSolve.start + 0x40, kMainCallsSolveElsewhere, kLibcCallsMain}).path);
+  // A kernel relax() calls has the loop two calls out, main three.
+  const auto in_kernel =
+      place({kRelaxKernel.start + 0x20, kRelaxCallsKernel, kSolveCallsRelax, kMainCallsSolve, kLibcCallsMain});
+  EXPECT_EQ(in_kernel.enclosing[0], in_relax.path);
+  EXPECT_EQ(in_kernel.enclosing[1], in_solve.path);
+  EXPECT_EQ(in_kernel.enclosing[2], in_solve.enclosing[0]);
   // A rank in MPI is at its call: no places around it.
   const auto in_recv =
       place({kMpiInternals, kMpiEntry, kSolve.start + 0x20, kMainCallsSolve, kLibcCallsMain}, "MPI_Recv");
   EXPECT_NE(in_recv.path, 0u);
-  EXPECT_EQ(in_recv.enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(in_recv.enclosing, (stats::EnclosingPlaces{}));
   // A caller in the C runtime is none, nor anything out from it (libc calling main, qsort calling
   // a comparison).
   const auto libc = [](std::uint64_t address) { return kLibcStart.contains(address); };
@@ -160,7 +166,7 @@ TEST(PathSignature, AHelperKnowsThePlaceOfTheLoopThatCalledIt) {
   EXPECT_EQ(in_solve_libc.enclosing[0], in_solve.enclosing[0]);
   EXPECT_EQ(in_solve_libc.enclosing[1], 0u);
   // Nor does an unknown one.
-  EXPECT_EQ(place({kSolve.start + 0x40, 0x5000, kLibcCallsMain}).enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(place({kSolve.start + 0x40, 0x5000, kLibcCallsMain}).enclosing, (stats::EnclosingPlaces{}));
 }
 
 // OpenMP: solve() runs `#pragma omp parallel for` over and over. The compiler outlines the loop

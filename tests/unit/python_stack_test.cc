@@ -228,7 +228,12 @@ TEST(PythonStack, AHelperKnowsThePlaceOfTheLoopThatCalledIt) {
   EXPECT_EQ(in_relax.enclosing[1], in_module.place);
   EXPECT_EQ(in_solve.enclosing[0], in_module.place);
   EXPECT_EQ(in_solve.enclosing[1], 0u);  // nothing out from the module
-  EXPECT_EQ(in_module.enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(in_module.enclosing, (stats::EnclosingPlaces{}));
+  // A kernel relax calls (0xe000) has the loop two calls out and the module three.
+  const auto in_kernel = places({{0xe000, 4, false}, {0xa000, 10, false}, {0xb000, 40, false}, {0xc000, 6, true}});
+  EXPECT_EQ(in_kernel.enclosing[0], in_relax.place);
+  EXPECT_EQ(in_kernel.enclosing[1], in_solve.place);
+  EXPECT_EQ(in_kernel.enclosing[2], in_module.place);
   // Whichever line of solve called relax, the loop is one place (its own code moves); a solve
   // called from another line of the module is another.
   EXPECT_EQ(places({{0xa000, 10, false}, {0xb000, 52, false}, {0xc000, 6, true}}).enclosing[0], in_solve.place);
@@ -387,14 +392,15 @@ TEST(PythonStack, AHelperOfAPythonLoopKnowsTheLoopsPathWhicheverCFunctionRunsIt)
   EXPECT_NE(kernel.path, relax.path);
   EXPECT_EQ(kernel.enclosing[0], relax.path);
   EXPECT_EQ(kernel.enclosing[1], solve.path);
+  EXPECT_EQ(kernel.enclosing[2], solve.enclosing[0]);  // and what stands around solve
   // relax as a callback the kernel runs: the kernel's frames are not the interpreter's, so no
   // sample in Python alone would have this C part.
   const auto callback =
       place({kLongAdd.start + 8, kEvalCallsAdd, kNumpyKernel.start + 0x20, kEvalCallsKernel, kMainCallsEval}, in_relax);
   EXPECT_NE(callback.path, 0u);
-  EXPECT_EQ(callback.enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(callback.enclosing, (stats::EnclosingPlaces{}));
   EXPECT_EQ(place({0x7100, 0x7400, kMpi4pyCallsMpi, kEvalCallsMpi4py, kMainCallsEval}, in_relax, "MPI_Recv").enclosing,
-            (std::array<std::uint64_t, 2>{}));
+            (stats::EnclosingPlaces{}));
 }
 
 TEST(PythonStack, AnExtensionsKernelAndTheMpiCallStillCount) {

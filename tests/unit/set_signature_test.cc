@@ -258,20 +258,25 @@ std::vector<std::uint64_t> paths_of(SetSignatures& signatures, const std::vector
   return paths;
 }
 
+// Moving until it has come back to a place it left (the fourth sample), then still at the loop
+// kLoop, whichever helper, kernel or the loop's own code a sample finds it in: its place is the
+// loop's own, where a sample in the loop's code alone would stand.
+void expect_at_the_loop_from_the_fourth_sample(const std::vector<std::uint64_t>& paths) {
+  ASSERT_GE(paths.size(), 5u);
+  EXPECT_NE(paths[0], paths[1]);
+  EXPECT_NE(paths[1], paths[2]);
+  EXPECT_NE(paths[2], paths[3]);
+  for (std::size_t i = 4; i < paths.size(); ++i) EXPECT_EQ(paths[i], paths[3]) << i;
+  SetSignatures plain;
+  EXPECT_EQ(paths[3], plain.observe(1, 0, {out(kLoop), in_mpi("MPI_Recv", 10)}).path);
+}
+
 TEST(SetSignatures, ALoopThroughTwoHelpersStandsStillAtTheLoop) {
   SetSignatures signatures;
   const auto paths =
       paths_of(signatures, {in_helper(kRelax), in_helper(kResidual), in_helper(kRelax), in_helper(kResidual),
                             in_helper(kRelax), in_helper(kRelax), out(kLoop), in_helper(kResidual)});
-  // Moving until it has come back to a place it left (the fourth sample), then still at the loop,
-  // whichever helper or the loop's own code a sample finds it in.
-  EXPECT_NE(paths[0], paths[1]);
-  EXPECT_NE(paths[1], paths[2]);
-  EXPECT_NE(paths[2], paths[3]);
-  for (std::size_t i = 4; i < paths.size(); ++i) EXPECT_EQ(paths[i], paths[3]) << i;
-  // Its place is the loop's own: where a sample in the loop's code alone would stand.
-  SetSignatures plain;
-  EXPECT_EQ(paths[3], plain.observe(1, 0, {out(kLoop), in_mpi("MPI_Recv", 10)}).path);
+  expect_at_the_loop_from_the_fourth_sample(paths);
 }
 
 TEST(SetSignatures, ALoopAndTheOneHelperItCallsAreOnePlace) {
@@ -283,6 +288,28 @@ TEST(SetSignatures, ALoopAndTheOneHelperItCallsAreOnePlace) {
   EXPECT_NE(paths[1], paths[2]);
   // From the return to the helper on, the loop's place: where its own code already stood.
   for (std::size_t i = 3; i < paths.size(); ++i) EXPECT_EQ(paths[i], paths[2]) << i;
+}
+
+// The same loop whose helpers spend their time in kernels of their own (relax() sweeping rows with
+// a row kernel, residual() calling cblas_dnrm2, which runs OpenBLAS's dnrm2_k): samples find it
+// three calls in from the loop, in two kernels that share no caller below it.
+TEST(SetSignatures, ALoopWhoseHelpersCallKernelsStandsStillAtTheLoopThreeCallsOut) {
+  constexpr std::uint64_t kSweep = 201, kRowKernel = 301, kNrm2 = 202, kNrm2Kernel = 302;
+  RankSnapshot row = out(kRowKernel), nrm2 = out(kNrm2Kernel), sweep = out(kSweep);
+  row.enclosing = {kSweep, kRelax, kLoop};
+  nrm2.enclosing = {kNrm2, kResidual, kLoop};
+  sweep.enclosing = {kRelax, kLoop, kMain};
+  SetSignatures signatures;
+  const auto paths = paths_of(signatures, {row, nrm2, row, nrm2, row, sweep, nrm2, row});
+  expect_at_the_loop_from_the_fourth_sample(paths);
+  // One call deeper (the kernels four calls in) it is not seen: its places share nothing within
+  // three calls, and it moves for ever (docs/statistics.md, Known limits).
+  RankSnapshot deep_row = out(kRowKernel), deep_nrm2 = out(kNrm2Kernel);
+  deep_row.enclosing = {401, kSweep, kRelax};
+  deep_nrm2.enclosing = {402, kNrm2, kResidual};
+  SetSignatures deeper;
+  const auto moving = paths_of(deeper, {deep_row, deep_nrm2, deep_row, deep_nrm2, deep_row, deep_nrm2});
+  for (std::size_t i = 1; i < moving.size(); ++i) EXPECT_NE(moving[i], moving[i - 1]) << i;
 }
 
 TEST(SetSignatures, ARankWhoseOtherThreadGoesRoundALoopStandsAtItToo) {
@@ -347,6 +374,13 @@ TEST(SetSignatures, APollerWorkingInHelpersOfItsPollingLoopIsNoLoop) {
   a.enclosing = b.enclosing = {60, 20};
   const auto nested = paths_of(deeper, {a, b, a, b, a});
   for (std::size_t i = 1; i < nested.size(); ++i) EXPECT_NE(nested[i], nested[i - 1]) << i;
+  // Nor kernels three calls in from it.
+  SetSignatures deepest;
+  deepest.observe(0, 0, {in_mpi("MPI_Test", 20), in_mpi("MPI_Recv", 10)});
+  a.enclosing = {70, 60, 20};
+  b.enclosing = {71, 60, 20};
+  const auto kernels = paths_of(deepest, {a, b, a, b, a});
+  for (std::size_t i = 1; i < kernels.size(); ++i) EXPECT_NE(kernels[i], kernels[i - 1]) << i;
 }
 
 TEST(SetSignatures, PollingPlacesAreBounded) {

@@ -49,7 +49,7 @@ class FixedNodeWorker final : public node::NodeWorker {
                            : stats::RankSnapshot{.state = stats::RankState::OutMpi,
                                                  .mpi_function = "",
                                                  .path = 42,
-                                                 .enclosing = {0x1234567890abcdef, 7}});
+                                                 .enclosing = {0x1234567890abcdef, 7, 0x77}});
     }
     return out;
   }
@@ -158,8 +158,8 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   ASSERT_EQ(snapshots.size(), 2u);
   EXPECT_EQ(snapshots[0].state, stats::RankState::OutMpi);
   EXPECT_EQ(snapshots[0].path, 42u);
-  EXPECT_EQ(snapshots[0].enclosing, (std::array<std::uint64_t, 2>{0x1234567890abcdef, 7}));
-  EXPECT_EQ(snapshots[1].enclosing, (std::array<std::uint64_t, 2>{}));
+  EXPECT_EQ(snapshots[0].enclosing, (stats::EnclosingPlaces{0x1234567890abcdef, 7, 0x77}));
+  EXPECT_EQ(snapshots[1].enclosing, (stats::EnclosingPlaces{}));
   EXPECT_FALSE(snapshots[0].mpi_completed.has_value());
   EXPECT_EQ(snapshots[1].state, stats::RankState::InMpi);
   EXPECT_EQ(snapshots[1].mpi_function, "MPI_Allreduce");
@@ -172,15 +172,15 @@ TEST(Wire, SnapshotsStatesAndIoCountsRoundTrip) {
   EXPECT_EQ(snapshots[1].mpi_thread_path, 0x5151515151515151u);
   EXPECT_EQ(snapshots[0].mpi_thread_path, 0u);
   // The first snapshot's progress flags lie after the count (4), state (1), empty call (4), path
-  // (8), enclosing places (16) and its MPI thread's path (8): unknown flag bits, or a count's bytes
+  // (8), enclosing places (24) and its MPI thread's path (8): unknown flag bits, or a count's bytes
   // without its flag, are refused, not read as a count.
   const std::string reply = serve_request(worker, 0, snapshot_request({1, 0}));
-  ASSERT_EQ(reply[41], '\0');
+  ASSERT_EQ(reply[49], '\0');
   std::string bad = reply;
-  bad[41] = 8;
+  bad[49] = 8;
   EXPECT_THROW(decode_snapshots(bad), WireError);
   bad = reply;
-  bad[42] = 1;
+  bad[50] = 1;
   EXPECT_THROW(decode_snapshots(bad), WireError);
 
   EXPECT_EQ(decode_states(serve_request(worker, 0, plain_request(Request::AllStates))),

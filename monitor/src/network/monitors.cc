@@ -156,7 +156,9 @@ std::string serve_request(node::NodeWorker& worker, int self, std::string_view r
       out.u32(static_cast<std::uint32_t>(snapshots.size()));
       for (const auto& s : snapshots) {
         write_state(out, s.state);
-        out.str(s.mpi_function).u64(s.path).u64(s.enclosing[0]).u64(s.enclosing[1]).u64(s.mpi_thread_path);
+        out.str(s.mpi_function).u64(s.path);
+        for (const std::uint64_t e : s.enclosing) out.u64(e);
+        out.u64(s.mpi_thread_path);
         out.u8(static_cast<std::uint8_t>((s.mpi_completed ? 1 : 0) | (s.mpi_polled ? 2 : 0) |
                                          (s.at_work_outside ? 4 : 0)));
         out.u64(s.mpi_completed.value_or(0));
@@ -303,7 +305,7 @@ std::vector<TableEntry> decode_discovery(std::string_view reply) {
 
 std::vector<stats::RankSnapshot> decode_snapshots(std::string_view reply) {
   WireReader in(reply);
-  std::vector<stats::RankSnapshot> snapshots(in.count(1 + 4 + 8 + 16 + 8 + 1 + 8));
+  std::vector<stats::RankSnapshot> snapshots(in.count(1 + 4 + 8 + 8 * stats::kEnclosingPlaces + 8 + 1 + 8));
   for (auto& s : snapshots) {
     s.state = read_state(in);
     s.mpi_function = in.str();

@@ -1,5 +1,6 @@
 #include "sampler/path_signature.h"
 
+#include <algorithm>
 #include <array>
 
 #include "parastack/stats/random.h"
@@ -119,7 +120,7 @@ Place place_signature(std::span<const std::uint64_t> frames, bool complete, cons
     // it stands one call out, as a C helper's caller does. A Python callback that an extension
     // runs (the interpreter's frames inside the extension's) has none.
     const auto python_or_runtime = [&](std::size_t i) { return interpreted(i) || (in_runtime && in_runtime(code(i))); };
-    std::array<std::uint64_t, 2> python_around = python_stack.enclosing;
+    stats::EnclosingPlaces python_around = python_stack.enclosing;
     if (!python_or_runtime(innermost)) {
       for (std::size_t i = 0; i < innermost; ++i) {
         if (interpreted(i)) return place;
@@ -130,7 +131,8 @@ Place place_signature(std::span<const std::uint64_t> frames, bool complete, cons
       for (std::size_t i = out; i < frames.size(); ++i) {
         if (!python_or_runtime(i)) return place;
       }
-      python_around = {python_stack.place, python_stack.enclosing[0]};
+      python_around[0] = python_stack.place;  // the enclosing places one call further out
+      std::copy(python_stack.enclosing.begin(), python_stack.enclosing.end() - 1, python_around.begin() + 1);
     }
     // Where a sample in the Python code alone stands in C: the outermost frame, as the walk above.
     const std::size_t outermost = frames.size() - 1;

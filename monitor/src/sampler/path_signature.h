@@ -73,7 +73,7 @@ std::uint64_t path_signature(std::span<const std::uint64_t> frames, bool complet
 // Python callback an extension runs has none.
 struct Place {
   std::uint64_t path = 0;
-  std::array<std::uint64_t, 2> enclosing{};
+  stats::EnclosingPlaces enclosing{};
 };
 Place place_signature(std::span<const std::uint64_t> frames, bool complete, const Classification& classification,
                       std::string_view mpi_function, const FunctionIdentity& function_of,

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "parastack/stats/verification.h"
+
 namespace parastack::sampler {
 
 // Where CPython keeps what the walk reads: byte offsets into its structures, for one version.
@@ -133,7 +135,7 @@ std::uint64_t python_place(const std::vector<PythonFrame>& frames);
 // frames are the interpreter's, no places; path_signature.h decides when C code in between counts.
 struct PythonPlace {
   std::uint64_t place = 0;
-  std::array<std::uint64_t, 2> enclosing{};
+  stats::EnclosingPlaces enclosing{};
 };
 PythonPlace python_places(const std::vector<PythonFrame>& frames);
 

@@ -77,9 +77,9 @@ struct RankSample {
   std::string note;                        // why Unknown, or anything unusual
   std::string mpi_function;                // the MPI call the application made (when IN_MPI)
   std::uint64_t path = 0;                  // call-path signature (path_signature.h); 0: unknown
-  // The places of the functions around the innermost one, one and two calls out (Place::enclosing):
+  // The places of the functions around the innermost one, one to three calls out (Place::enclosing):
   // a loop calling helpers on every pass stands there. 0: none.
-  std::array<std::uint64_t, 2> enclosing{};
+  stats::EnclosingPlaces enclosing{};
   // IN_MPI on one thread while another thread was running outside MPI (sampled thread by thread):
   // IN_MPI for S (the paper's rule, §6), but for stillness a rank at work outside MPI, as a
   // single-threaded rank computing is; `path` is then the place of all those threads.

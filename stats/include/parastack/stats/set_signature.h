@@ -14,7 +14,7 @@
 // A loop through helpers. A rank at work outside MPI has its innermost function as its place, so
 // a loop that calls a helper (or two) on every pass is seen in the loop, then in a helper, then in
 // the loop again: moving, though it never leaves the loop. Such a rank, once it has gone back to a
-// place it left while every sample of it stood in one function's loop or its helpers (one or two
+// place it left while every sample of it stood in one function's loop or its helpers (one to three
 // calls in: RankSnapshot::enclosing), stands at that function's place until a sample finds it
 // elsewhere: as a loop with its helpers inlined does. Phases called one after the other never
 // come back, so they still move; a loop around a polling call is the poller's wait, judged by the
@@ -55,7 +55,7 @@ class RankLoop {
  private:
   struct Seen {
     std::uint64_t path;
-    std::array<std::uint64_t, 2> enclosing;
+    EnclosingPlaces enclosing;
   };
   std::array<Seen, kSamples> recent_{};  // the last samples at work, oldest first
   std::size_t count_ = 0;

@@ -36,6 +36,13 @@ namespace parastack::stats {
 enum class RankState { InMpi, OutMpi, Unknown };
 std::string_view to_string(RankState state);
 
+// The places of the functions one, two and three calls out from a rank's innermost function: a
+// loop that calls helpers on every pass stands at one of them (SetSignatures, "A loop through
+// helpers"). Three: a loop's helper that calls a library's entry, which calls its kernel
+// (`residual()` calling cblas_dnrm2, then OpenBLAS's dnrm2_k), is found three calls in.
+inline constexpr std::size_t kEnclosingPlaces = 3;
+using EnclosingPlaces = std::array<std::uint64_t, kEnclosingPlaces>;
+
 struct RankSnapshot {
   RankState state = RankState::Unknown;
   std::string mpi_function;  // innermost MPI entry point when InMpi (MPI_x, PMPI_x or mpi_x_)
@@ -44,10 +51,10 @@ struct RankSnapshot {
   // (a loop around MPI_Test/MPI_Iprobe) has one path whether the rank is seen in MPI or in its own
   // loop code. 0: unknown (the sampler could not tell), which is never taken as "not moved".
   std::uint64_t path = 0;
-  // The paths a sample standing in the function one and two calls out from the innermost would
-  // have, for a rank at work outside MPI (0: none): a loop that calls helpers on every pass is seen
-  // in them in turn, and stands still at the loop (SetSignatures, "A loop through helpers").
-  std::array<std::uint64_t, 2> enclosing{};
+  // The paths a sample standing in the function one, two and three calls out from the innermost
+  // would have, for a rank at work outside MPI (0: none): a loop that calls helpers on every pass
+  // is seen in them in turn, and stands still at the loop (SetSignatures, "A loop through helpers").
+  EnclosingPlaces enclosing{};
   // MPI calls the rank has completed so far, from its progress page when it runs with the progress
   // library (parastack run --mpi-progress; mpi_progress/include/parastack/mpi_progress/page.h):
   // a blocking call that returned, or a test or probe that found its message. The count growing
