@@ -353,8 +353,15 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
   // cannot look still: each call it completes moves its place. So counted observations need no
   // such past, and a job deadlocked at its first MPI call is judged like any other.
   const bool shown_moving = known_observations_ >= config_.early_min_pairs;
-  d.early_applies = shown_moving || o.counted;
   d.early_streak = static_cast<int>(active_run_.size());
+  // Before that, a run with a rank outside MPI is judged all the same, at four times the length: a
+  // rank standing at one place outside MPI while the others wait is no loop around one MPI call
+  // (a rank spinning from its first MPI call, beside the others blocked or polling for it, was
+  // never watched). Only a healthy rank that computes for that long at one place from the job's
+  // start, no I/O, while the others wait, looks the same (Known limits).
+  const bool before_movement = !shown_moving && !active_run_counted_;
+  d.early_before_movement = d.early_streak > 0 && before_movement && !active_run_all_in_mpi_;
+  d.early_applies = shown_moving || o.counted || d.early_before_movement;
   if (d.early_streak > 0) {
     d.early_onset = active_onset_;
     // A job whose active ranks mostly stood still at their usual places has long runs as a habit:
@@ -380,8 +387,9 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
       d.early_needed =
           familiar ? std::numeric_limits<double>::infinity() : config_.early_blocked_factor * d.early_needed;
     }
+    if (before_movement) d.early_needed *= config_.early_unshown_factor;
     // Not on an observation still to be judged (an excursion): the next one says what it was.
-    d.early_fired = config_.enabled && (shown_moving || active_run_counted_) &&
+    d.early_fired = config_.enabled && (!before_movement || d.early_before_movement) &&
                     d.early_streak >= config_.early_min_observations && o.t - d.early_onset >= d.early_needed &&
                     excursions_.empty();
   }

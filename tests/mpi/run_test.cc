@@ -1280,6 +1280,33 @@ TEST(Run, AJobHungAtItsFirstMpiCallSaysWithinAMinuteThatItIsNotWatched) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// The other first test program: rank 1 spins outside MPI from its first MPI call after MPI_Init
+// while the others block in MPI for it. No sample shows a rank moving either, but a rank standing
+// at one place outside MPI is no loop around one MPI call: the model-free rule judges it at four
+// times its length (20 s) before the job has moved. Until 2026-12-07 it was never watched (no
+// verdict in 100 s, `the job ended without ever being watched`).
+TEST(Run, ARankSpinningFromItsFirstMpiCallIsFound) {
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_solver"), "blocking", "600"}, fault("spin", 1, 0)));
+  ASSERT_EQ(run.wait(180s), kExitHang) << "fault fired: " << run.fault_time(1).has_value() << "\n" << tail(run.log());
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(run.log());
+  EXPECT_EQ(report["hang_type"], "computation") << report["stacks"]["text"].get<std::string>();
+  EXPECT_EQ(report["faulty_ranks"], json::array({1})) << report["stacks"]["text"].get<std::string>();
+  const json& run_evidence = report["model"]["stasis_run"];
+  EXPECT_EQ(report["model"]["kind"], "early-stasis") << report["model"].dump();
+  EXPECT_TRUE(run_evidence["early_before_movement"].get<bool>()) << run_evidence.dump();
+  EXPECT_GE(run_evidence["early_needed"].get<double>(), 20.0) << run_evidence.dump();
+  const auto onset = run.fault_time(1);
+  ASSERT_TRUE(onset.has_value()) << "the fault never fired";
+  const double delay = report["detected_at"].get<double>() - *onset;
+  EXPECT_GE(delay, 20.0) << "judged before four times the rule's minimum\n" << tail(run.log());
+  EXPECT_LT(delay, 120.0) << tail(run.log());  // a sanity bound: about 21 s on a quiet machine
+  std::cout << "detected " << delay << " s after the fault\n";
+  for (int pid : rank_pids(report)) EXPECT_FALSE(alive(pid)) << "rank pid " << pid << " survived";
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // The classic first test program at 4 ranks: two ranks receive from each other, the other two
 // finish and wait in MPI_Finalize. A rank there has done its part (stats/set_signature.h,
 // Observation::finished): beside it nobody can be working unseen, so with the library the

@@ -325,6 +325,46 @@ TEST(Stasis, TheModelFreeRuleDoesNotApplyToAJobThatNeverMoved) {
   EXPECT_FALSE(d.early_fired);
 }
 
+// A rank that stands at one place outside MPI from the job's first observation while the others
+// wait in MPI (a rank spinning from its first MPI call; a user's first test program) is no loop
+// around one MPI call: before the job has shown movement it is judged at four times the rule's
+// length, 20 s, and 80 s beside busy-waiting ranks. Not before: the job never gave the rule a
+// past. Once it has shown movement the same run needs the plain 5 s, as a job that moved always did.
+TEST(Stasis, BeforeTheJobHasMovedARankStillOutsideMpiIsJudgedAtFourTimesTheLength) {
+  const auto still_from_start = [](bool beside_waiters, StasisDecision& d) {
+    Stream s;
+    d = beside_waiters ? s.feed_polling(7, 1) : s.feed(7, 0, 1);
+    const double stopped = s.t;
+    do {
+      d = beside_waiters ? s.feed_polling(7, 1) : s.feed(7, 0, 1);
+      EXPECT_TRUE(d.early_applies);
+      EXPECT_TRUE(d.early_before_movement);
+    } while (!d.early_fired && s.t < 1000);
+    return s.t - stopped;
+  };
+  StasisDecision d;
+  EXPECT_NEAR(still_from_start(false, d), 4 * 5, 0.15);
+  EXPECT_NEAR(d.early_needed, 4 * 5, 1e-9);
+  EXPECT_NEAR(still_from_start(true, d), 4 * 4 * 5, 0.15);
+  EXPECT_NEAR(d.early_needed, 4 * 4 * 5, 1e-9);
+
+  // The same ranks all in MPI: a loop around one MPI call site, never judged (the test above).
+  Stream in_mpi;
+  for (int i = 0; i < 2000; ++i) d = in_mpi.feed(7, 0, 0);
+  EXPECT_FALSE(d.early_before_movement);
+  EXPECT_FALSE(d.early_fired);
+
+  // After movement, the usual length (TheModelFreeRuleFiresAfterItsMinimumOnAJobThatHasMoved).
+  Stream moved;
+  for (int i = 0; i < 30; ++i) moved.feed(1 + i % 3);
+  d = moved.feed(7, 0, 1);
+  const double stopped = moved.t;
+  do d = moved.feed(7, 0, 1);
+  while (!d.early_fired && moved.t < 100);
+  EXPECT_FALSE(d.early_before_movement);
+  EXPECT_NEAR(moved.t - stopped, 5, 0.15);
+}
+
 // Nor once the job ends: a job still from its start (hung at its first MPI call) is killed, and its
 // last observations read fewer ranks, or none. Its run ends there (the safe side), but no rank was
 // seen leaving its place, so the job has still not shown that it moves (the report said it was

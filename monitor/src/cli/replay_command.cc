@@ -60,7 +60,8 @@ nlohmann::json decision_json(const stats::Decision& d) {
         {"s", d.stasis.continue_bound},
         {"early_run", d.stasis.early_streak},
         {"early_needed", d.stasis.early_needed},
-        {"early_applies", d.stasis.early_applies}};
+        {"early_applies", d.stasis.early_applies},
+        {"early_before_movement", d.stasis.early_before_movement}};
     if (d.stasis.early_streak > 0) j["stasis"]["early_onset"] = d.stasis.early_onset;
   }
   if (d.verdict == stats::Verdict::Hang) j["evidence"] = stats::to_string(d.evidence);
@@ -75,8 +76,9 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
     case stats::Evidence::EarlyStasis:
       std::snprintf(text, sizeof text,
                     "set %d: no sampled rank moved for %.3f s (%d observations; busy-waiting ranks left aside); the "
-                    "model-free stasis rule needs %.3f s",
-                    d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed);
+                    "model-free stasis rule needs %.3f s%s",
+                    d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed,
+                    st.early_before_movement ? " (a rank outside MPI before the job had shown movement)" : "");
       break;
     case stats::Evidence::Stasis:
       std::snprintf(text, sizeof text, "set %d: %d consecutive still observations since t=%.3f, bound %s = %.3g",

@@ -33,14 +33,19 @@ constexpr double kUnwatchedNotice = 60;
 // How long no sampled rank can be read before the log says so.
 constexpr double kUnreadNotice = 10;
 
+// The stasis model watches once a run at a place never seen in health could fire within the
+// longest streak the S model is allowed to need; before that its bounds are all but 1.
+bool stasis_model_on(const stats::HangModel& model, const stats::StasisDecision& st) {
+  return st.new_place_streak > 0 && st.new_place_streak <= model.config().max_required_streak;
+}
+
 // Whether a test could have fired at this decision (returned), and the time since the previous one
-// counted as watched or not (RunReport::coverage).
+// counted as watched or not (RunReport::coverage). Before the job has shown its ranks moving, a
+// run with a rank outside MPI is watched (the model-free rule judges it, at four times its length)
+// and one whose ranks are all in MPI is not.
 bool account_coverage(Coverage& coverage, const stats::HangModel& model, const stats::Decision& d, double& last_t) {
   const auto& st = d.stasis;
-  // The stasis model watches once a run at a place never seen in health could fire within the
-  // longest streak the S model is allowed to need; before that its bounds are all but 1.
-  const bool stasis_model_on = st.new_place_streak > 0 && st.new_place_streak <= model.config().max_required_streak;
-  const bool stasis_on = model.config().stasis.enabled && (st.early_applies || stasis_model_on);
+  const bool stasis_on = model.config().stasis.enabled && (st.early_applies || stasis_model_on(model, st));
   if (stasis_on && !coverage.stasis_since) coverage.stasis_since = d.observation.t;
   if (model.ready() && !coverage.model_since) coverage.model_since = model.ready_since();
   const double span = std::max(0.0, d.observation.t - last_t);
@@ -352,13 +357,18 @@ stats::WatchdogHooks watch_hooks(const stats::Watchdog& watchdog, TraceSink& tra
       log.info("not watched for the last {:.0f} s: {}; watching on", d.observation.t - *progress->unwatched_since,
                report.coverage.why_unwatched);
     }
-    // The watch's start when it comes before the model's: nothing said it until the report.
-    if (!progress->stasis_logged && report.coverage.stasis_since && !watchdog.model().ready()) {
+    // The watch's start when it comes before the model's: nothing said it until the report. (Not a
+    // standstill with a rank outside MPI before the job has moved, judged then too: a job's start.)
+    const auto& st = d.stasis;
+    const bool stasis_watches =
+        watchdog.model().config().stasis.enabled &&
+        ((st.early_applies && !st.early_before_movement) || stasis_model_on(watchdog.model(), st));
+    if (!progress->stasis_logged && stasis_watches && !watchdog.model().ready()) {
       progress->stasis_logged = true;
       log.info(
           "stasis tests from t={:.1f} s: the ranks' call paths have shown movement, so a standstill is judged "
           "before the S model is built",
-          *report.coverage.stasis_since);
+          d.observation.t);
     }
     if (!progress->ready_logged && watchdog.model().ready()) {
       progress->ready_logged = true;

@@ -243,7 +243,8 @@ nlohmann::json to_json(const RunReport& r) {
         {"pairs", st.pairs},
         {"early_observations", st.early_streak},
         {"early_since", st.early_onset},
-        {"early_needed", st.early_needed}};
+        {"early_needed", st.early_needed},
+        {"early_before_movement", st.early_before_movement}};
     out["faulty_ranks"] = r.faulty_ranks;
     out["detected_at"] = r.detected_at;
     out["onset_estimate"] = r.onset_estimate;
@@ -323,7 +324,11 @@ std::string to_text(const RunReport& r) {
         out << "evidence:  no sampled rank moved for " << d.observation.t - st.early_onset << " s (" << st.early_streak
             << " observations; ranks busy-waiting in a polling loop left aside), at most a "
             << "quarter outside MPI; "
-            << "the model-free stasis rule needs " << st.early_needed << " s of that\n";
+            << "the model-free stasis rule needs " << st.early_needed << " s of that"
+            << (st.early_before_movement ? " (four times the usual: a rank stood outside MPI before the job had "
+                                           "shown its ranks moving)"
+                                         : "")
+            << "\n";
         break;
       case stats::Evidence::Stasis:
         out << "evidence:  " << st.streak << " consecutive observations in which no sampled rank moved; "

@@ -37,17 +37,21 @@
 //    observation with active ranks after another, others between allowed) were still and the run
 //    sits at a place whose ranks the job has seen leave it for real: long runs there are this
 //    job's habit, whereas a place never left (a deadlock's receive, a spin) is not. It
-//    applies only once the job has shown that it moves: at least early_min_pairs observations
-//    whose ranks' status was known (active ranks, or everyone busy-waiting), those of a run still
-//    under way not counted (a run that ended by itself counts). A
+//    applies in full only once the job has shown that it moves: at least early_min_pairs
+//    observations whose ranks' status was known (active ranks, or everyone busy-waiting), those of
+//    a run still under way not counted (a run that ended by itself counts). A
 //    code that always looks still (one MPI call site in a loop around a tiny computation) holds
-//    every observation after its first in a run, so never has them. A run whose observations
-//    are all counted (Observation::counted: every rank's count of completed MPI calls is part of
-//    its place) needs no such past: such a code's counts move. Its
+//    every observation after its first in a run, so never has them. Before that, only a run that
+//    holds an active rank outside MPI is judged, at early_unshown_factor times the length: a rank
+//    at one place outside MPI for that long, the others waiting in MPI, is no loop around an MPI
+//    call (a job spinning from its first MPI call would otherwise never be watched). A run whose
+//    observations are all counted (Observation::counted: every rank's count of completed MPI calls
+//    is part of its place) needs no such past: such a code's counts move. Its
 //    false-alarm bound is an assumption, stated and tested: a healthy job that has shown movement
 //    never keeps every sampled rank that is not busy-waiting at one call path, at most a quarter
 //    of them outside MPI, none in MPI_Init or MPI_Finalize, for that long (and verification then
-//    also sees no I/O and no progress). See docs/statistics.md.
+//    also sees no I/O and no progress); nor does one that has not, with a rank outside MPI among
+//    them, for four times that long. See docs/statistics.md.
 //
 // The observations of a running run are held back from the model, as the S model's are: the model
 // learns from the past and tests the present, and a hang never teaches it that stasis is normal.
@@ -82,6 +86,9 @@ struct StasisConfig {
   // ... and this many times more when the job's active ranks mostly stood still (more than
   // early_max_still_share of the links) and the run is at a place it had shown before.
   double early_habit_factor = 4;
+  // ... and this many times all of it before the job has shown its ranks moving, for a run with an
+  // active rank outside MPI (one whose active ranks are all in MPI is not judged then at all).
+  double early_unshown_factor = 4;
   std::uint64_t early_min_pairs = 16;
   double early_max_still_share = 0.5;
   std::size_t window = 2048;  // most recent observation pairs the model keeps
@@ -104,15 +111,18 @@ struct StasisDecision {
   // continue_bound for every deeper one.
   std::array<double, kMaxRunMemory> step_bounds{};
   int steps = 0;
-  double streak_bound = 1;     // c+ s_v,1+ ... s+^(streak-1-steps)
-  int required_streak = 0;     // the shortest run at this place that fires at this alpha (0: none, or > 1e9)
-  std::uint64_t pairs = 0;     // known pairs in the model
-  int early_streak = 0;        // consecutive observations whose active ranks stood still
-  double early_onset = 0;      // when that run stopped
-  double early_needed = 0;     // how long the model-free rule needs it to last
-  bool early_applies = false;  // the job has shown that its paths move, or its ranks are counted (see above)
-  bool fired = false;          // the model's test fired
-  bool early_fired = false;    // the model-free rule fired
+  double streak_bound = 1;  // c+ s_v,1+ ... s+^(streak-1-steps)
+  int required_streak = 0;  // the shortest run at this place that fires at this alpha (0: none, or > 1e9)
+  std::uint64_t pairs = 0;  // known pairs in the model
+  int early_streak = 0;     // consecutive observations whose active ranks stood still
+  double early_onset = 0;   // when that run stopped
+  double early_needed = 0;  // how long the model-free rule needs it to last
+  // The job has shown that its paths move, or its ranks are counted, or (early_before_movement)
+  // the running run holds a rank outside MPI (see above).
+  bool early_applies = false;
+  bool early_before_movement = false;  // it applies only to this run, at early_unshown_factor
+  bool fired = false;                  // the model's test fired
+  bool early_fired = false;            // the model-free rule fired
   // The shortest run at a place never seen in health that fires at this alpha (0: none, or > 1e9):
   // how far the model can see. A model of a few pairs, mostly still, has c+ and s+ near 1 and
   // would need millions of observations: it watches nothing yet.
