@@ -75,7 +75,7 @@ StackOrder order_by_stacks(std::span<const RankStack> ranks) {
     if (r.in_mpi && !sites.empty()) sites.back() = 0;  // where inside MPI is how it waits, not where
     auto key = std::tuple{r.in_mpi, r.path, sites};
     auto [it, added] = index.try_emplace(key, order.groups.size());
-    if (added) order.groups.push_back({{}, r.in_mpi, r.path, sites, where_of(r.path)});
+    if (added) order.groups.push_back({{}, r.in_mpi, r.finished && r.in_mpi, r.path, sites, where_of(r.path)});
     order.groups[it->second].ranks.insert(r.rank);
   }
   std::sort(order.groups.begin(), order.groups.end(), [](const StackGroup& a, const StackGroup& b) {
@@ -102,11 +102,23 @@ StackOrder order_by_stacks(std::span<const RankStack> ranks) {
     return order;
   }
 
+  // Ranks in MPI_Finalize are done: the others are behind them, whatever the code order says (a
+  // compiler may put the MPI_Finalize call below the receive nobody answers: a 4-rank job whose
+  // rank 1 waited for rank 0's message was said to wait "before" the finished ranks, 2026-12-07).
+  RankSet finished, waiting;
+  for (const auto& g : groups) (g.finished ? finished : waiting) |= g.ranks;
+  const bool some_finished = !finished.empty() && !waiting.empty();
+  const std::string finished_words = some_finished ? "rank(s) " + waiting.to_ranges() + " wait in MPI while rank(s) " +
+                                                         finished.to_ranges() + " have finished (MPI_Finalize)"
+                                                   : "";
+
   // Code order between pairs of groups parting at two call sites of one function.
   std::vector<bool> after_another(groups.size(), false), ordered(groups.size(), false);
   std::string reasons;
   for (std::size_t a = 0; a < groups.size(); ++a) {
+    if (some_finished && groups[a].finished) continue;
     for (std::size_t b = a + 1; b < groups.size(); ++b) {
+      if (some_finished && groups[b].finished) continue;
       const auto o = code_order(groups[a], groups[b]);
       if (!o) continue;
       const auto [depth, a_first] = *o;
@@ -123,12 +135,19 @@ StackOrder order_by_stacks(std::span<const RankStack> ranks) {
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (ordered[g] && !after_another[g]) order.least_progressed.push_back(g);
   }
+  if (order.least_progressed.empty() && some_finished) {
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (!groups[g].finished) order.least_progressed.push_back(g);
+    }
+    order.why = finished_words;
+    return order;
+  }
   if (order.least_progressed.empty()) {
     order.why = "the ranks wait at " + std::to_string(groups.size()) +
                 " places the stacks cannot order (different functions, or an indirect call)";
     return order;
   }
-  order.why = "in code order " + reasons +
+  order.why = (some_finished ? finished_words + "; among them, " : std::string()) + "in code order " + reasons +
               " (unless a loop has taken the later ranks past the earlier call site again, which a stack "
               "cannot show)";
   return order;

@@ -283,6 +283,7 @@ void StasisModel::step_active(const Observation& o) {
       active_run_ranks_ = o.active_ranks;
       active_run_beside_waiters_ = false;
       active_run_all_in_mpi_ = true;
+      active_run_beside_finished_ = true;
       active_run_counted_ = previous_active_counted_;
       active_run_readable_ = o.n;
     }
@@ -290,6 +291,7 @@ void StasisModel::step_active(const Observation& o) {
     // For the whole run: a waiting rank that could not be read once still waits.
     active_run_beside_waiters_ |= beside_waiters(o);
     active_run_all_in_mpi_ &= o.active_out == 0;
+    active_run_beside_finished_ &= o.finished > 0;
     active_run_counted_ &= o.counted;
     active_run_.push_back(o.t);
   } else {
@@ -358,9 +360,14 @@ void StasisModel::describe_active_run(const Observation& o, StasisDecision& d) {
   // rank standing at one place outside MPI while the others wait is no loop around one MPI call
   // (a rank spinning from its first MPI call, beside the others blocked or polling for it, was
   // never watched). Only a healthy rank that computes for that long at one place from the job's
-  // start, no I/O, while the others wait, looks the same (Known limits).
+  // start, no I/O, while the others wait, looks the same (Known limits). So is a run beside ranks
+  // in MPI_Finalize in every observation: they have left every loop, and ranks blocked in MPI
+  // beside them wait for a rank that finished (the classic first test: a receive nobody sends,
+  // the others gone on to MPI_Finalize) or for ranks of a loop that hold every remaining
+  // sampled rank still at one call site each, with its partners gone.
   const bool before_movement = !shown_moving && !active_run_counted_;
-  d.early_before_movement = d.early_streak > 0 && before_movement && !active_run_all_in_mpi_;
+  d.early_before_movement =
+      d.early_streak > 0 && before_movement && (!active_run_all_in_mpi_ || active_run_beside_finished_);
   d.early_applies = shown_moving || o.counted || d.early_before_movement;
   if (d.early_streak > 0) {
     d.early_onset = active_onset_;

@@ -1338,6 +1338,42 @@ TEST(Run, ARankWaitingForAMessageNeverSentWhileTheOthersFinishIsFound) {
   EXPECT_NE(run.out().find("iterations "), std::string::npos) << run.out();
 }
 
+// The same ending at the job's first MPI call, as a user's first test program has it: rank 0
+// receives what rank 1 never sends, ranks 1..3 go on to MPI_Finalize, and the job never shows its
+// ranks moving. A loop around one MPI call site looks like that from the stacks, so a standstill
+// of ranks all in MPI is not judged then; beside ranks in MPI_Finalize it is no such loop, and is
+// judged at four times the model-free rule's length. Until 2026-12-07 the job was never watched
+// (130 s: `the job ended without ever being watched`).
+TEST(Run, ARankWaitingAtItsFirstCallForAMessageNeverSentWhileTheOthersFinishIsFound) {
+  WatchedRun run({"--log-level", "debug"},
+                 mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "0", "--end", "last-message"}));
+  json report;
+  ASSERT_NO_FATAL_FAILURE(expect_communication_hang_found(run, 0, 120, report));
+  EXPECT_EQ(report["model"]["kind"], "early-stasis") << report["model"].dump();
+  const json& run_evidence = report["model"]["stasis_run"];
+  EXPECT_TRUE(run_evidence["early_before_movement"].get<bool>()) << run_evidence.dump();
+  EXPECT_GE(run_evidence["early_needed"].get<double>(), 20.0) << run_evidence.dump();
+  EXPECT_GE(report["detected_at"].get<double>() - *run.fault_time(0), 20.0) << "judged before four times the minimum";
+  // Rank 0 still waits; the finished ranks are not behind it, wherever the compiler put their call.
+  EXPECT_EQ(report["least_progressed"]["ranks"], json::array({0})) << report["least_progressed"].dump();
+}
+
+// Its healthy twin: rank 0 sums up alone for 40 s from its first call while ranks 1..3 wait in
+// MPI_Finalize. The job never showed its ranks moving either, but a rank at work beside finished
+// ones is the job's serial end, never judged, also before movement.
+TEST(Run, ARankWorkingAloneFromTheStartWhileTheOthersFinishIsNotAHang) {
+  WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "0", "--end",
+                                                      "serial", "--serial-seconds", "40"}));
+  ASSERT_EQ(run.wait(240s), 0) << tail(run.log());
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  EXPECT_NE(log.find("the job's serial end is not judged"), std::string::npos) << tail(log);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
+}
+
 // Ends ps_finale's healthy part (--healthy-until) once every set's S model is built. Before that an
 // ending is a different case: a set still building sees no alarm and nothing is withdrawn (a
 // loaded CI machine, 2026-12-02, built it later than the 5 s the tests once gave it).

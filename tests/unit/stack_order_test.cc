@@ -110,5 +110,34 @@ TEST(StackOrder, SeveralEarliestGroupsAreAllNamed) {
   EXPECT_EQ(named.to_ranges(), "0-1");
 }
 
+// The classic last message never sent: rank 1 waits for rank 0, which has gone on to MPI_Finalize
+// with ranks 2 and 3. The compiler put main's MPI_Finalize call below the receive (a real job,
+// 2026-12-07: main+0x1ab and main+0x238), so code order alone named the finished ranks as behind.
+// Finished ranks are done: the ranks still waiting are behind them, and only they are ordered.
+TEST(StackOrder, RanksInMpiFinalizeAreNeverBehindTheRanksStillWaiting) {
+  const auto finished = [](Rank r) {
+    RankStack s = at(r, {"main", "ompi_mpi_finalize"}, {0x1ab, 0});
+    s.finished = true;
+    return s;
+  };
+  std::vector<RankStack> ranks{finished(0), at(1, {"main", "MPI_Recv"}, {0x238, 0}), finished(2), finished(3)};
+  auto o = order_by_stacks(ranks);
+  ASSERT_EQ(o.least_progressed.size(), 1u) << o.why;
+  EXPECT_EQ(o.groups[o.least_progressed[0]].ranks.to_ranges(), "1");
+  EXPECT_NE(o.why.find("rank(s) 1 wait in MPI while rank(s) 0,2-3 have finished"), std::string::npos) << o.why;
+
+  // Two groups still waiting, at two call sites of main: code order among them, the finished aside.
+  ranks.push_back(at(4, {"main", "MPI_Barrier"}, {0x300, 0}));
+  o = order_by_stacks(ranks);
+  ASSERT_EQ(o.least_progressed.size(), 1u) << o.why;
+  EXPECT_EQ(o.groups[o.least_progressed[0]].ranks.to_ranges(), "1");
+  EXPECT_NE(o.why.find("among them, in code order rank(s) 1 wait at main+0x238, before rank(s) 4"), std::string::npos)
+      << o.why;
+
+  // Everyone finished but nobody else waits: nothing to say beyond "the same place".
+  const std::vector<RankStack> all{finished(0), finished(1)};
+  EXPECT_TRUE(order_by_stacks(all).least_progressed.empty());
+}
+
 }  // namespace
 }  // namespace parastack::diagnosis

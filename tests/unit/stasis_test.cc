@@ -638,6 +638,46 @@ TEST(Stasis, RanksInMpiFinalizeBesideRanksWaitingInMpiAreNoReasonToWait) {
   }
 }
 
+// The same endings from the job's first observation, before it has shown its ranks moving (the
+// classic first test program: a receive nobody sends at the first MPI call, the others gone on to
+// MPI_Finalize). Ranks in MPI_Finalize have left every loop, so the run is no loop around one MPI
+// call site: it is judged at four times the rule's length, 20 s, as a rank still outside MPI is
+// then. A rank computing beside them is the job's serial end (never judged), and ranks all in MPI
+// with none finished may be such a loop (never judged before movement). With the library every
+// place has its count, and the plain minimum applies from the start.
+TEST(Stasis, BeforeTheJobHasMovedRanksBlockedBesideFinishedOnesAreJudgedAtFourTimesTheLength) {
+  const auto standstill = [](bool library, RankSnapshot rank0, int finishing, StasisDecision& d) {
+    SetSignatures signatures;
+    StasisModel model({}, kBeta);
+    std::vector<RankSnapshot> end(4, {RankState::InMpi, "MPI_Finalize", 0});
+    end[0] = rank0;
+    for (int i = 1; i < 4 - finishing; ++i) end[i] = {RankState::InMpi, "MPI_Barrier", 60};
+    if (library) {
+      for (RankSnapshot& r : end) r.mpi_completed = 1;
+    }
+    double t = 0.1;
+    d = model.observe(signatures.observe(t, 0, end), 0);
+    const double stopped = t;
+    do {
+      t += 0.1;
+      d = model.observe(signatures.observe(t, 0, end), 0);
+    } while (!d.early_fired && t < 600);
+    return d.early_fired ? t - stopped : std::numeric_limits<double>::infinity();
+  };
+  const RankSnapshot waiting{RankState::InMpi, "MPI_Recv", 61}, computing{RankState::OutMpi, {}, 62};
+  StasisDecision d;
+  EXPECT_NEAR(standstill(false, waiting, 3, d), 4 * 5, 0.15);
+  EXPECT_TRUE(d.early_before_movement);
+  EXPECT_NEAR(d.early_needed, 4 * 5, 1e-9);
+  EXPECT_NEAR(standstill(false, waiting, 2, d), 4 * 5, 0.15);  // two finish, one waits in a barrier
+  EXPECT_TRUE(d.early_before_movement);
+  EXPECT_EQ(standstill(false, computing, 3, d), std::numeric_limits<double>::infinity());  // a serial end
+  EXPECT_EQ(standstill(false, waiting, 0, d), std::numeric_limits<double>::infinity());    // none finished
+  EXPECT_FALSE(d.early_applies);
+  EXPECT_NEAR(standstill(true, waiting, 3, d), 5, 0.15);
+  EXPECT_FALSE(d.early_before_movement);
+}
+
 // hpcc after a rank fell asleep: the others step out of their polling loops now and then (one
 // observation shows a second active rank), and the sleeper is where it was at the next one. Those
 // steps do not restart the run: it is found 20 s after the rank fell asleep.

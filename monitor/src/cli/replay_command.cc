@@ -78,7 +78,9 @@ std::string describe_alarm(const stats::Decision& d, const stats::AlarmPolicy& p
                     "set %d: no sampled rank moved for %.3f s (%d observations; busy-waiting ranks left aside); the "
                     "model-free stasis rule needs %.3f s%s",
                     d.observation.set, d.observation.t - st.early_onset, st.early_streak, st.early_needed,
-                    st.early_before_movement ? " (a rank outside MPI before the job had shown movement)" : "");
+                    st.early_before_movement
+                        ? " (before the job had shown movement: a rank outside MPI, or ranks in MPI_Finalize)"
+                        : "");
       break;
     case stats::Evidence::Stasis:
       std::snprintf(text, sizeof text, "set %d: %d consecutive still observations since t=%.3f, bound %s = %.3g",

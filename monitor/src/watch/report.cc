@@ -7,6 +7,7 @@
 
 #include "parastack/diagnosis/rank_set.h"
 #include "parastack/diagnosis/render.h"
+#include "parastack/stats/verification.h"
 #include "sampler/progress_reader.h"
 
 #include <algorithm>
@@ -127,7 +128,9 @@ BehindAnalysis analyse_behind(const std::vector<node::RankRecord>& ranks, int wo
           r.progress_problem.empty() ? "not read" : "rank " + std::to_string(r.rank) + ": " + r.progress_problem;
     }
     if (!r.path.empty()) {
-      stacks.push_back({static_cast<diagnosis::Rank>(r.rank), r.state == "IN_MPI", r.path, r.call_sites});
+      const bool in_mpi = r.state == "IN_MPI";
+      stacks.push_back({static_cast<diagnosis::Rank>(r.rank), in_mpi, r.path, r.call_sites,
+                        in_mpi && stats::is_shutdown_function(r.mpi_function)});
     }
   }
   b.pages_read = static_cast<int>(facts.size());
@@ -325,8 +328,8 @@ std::string to_text(const RunReport& r) {
             << " observations; ranks busy-waiting in a polling loop left aside), at most a "
             << "quarter outside MPI; "
             << "the model-free stasis rule needs " << st.early_needed << " s of that"
-            << (st.early_before_movement ? " (four times the usual: a rank stood outside MPI before the job had "
-                                           "shown its ranks moving)"
+            << (st.early_before_movement ? " (four times the usual: the job had not shown its ranks moving yet, and a "
+                                           "rank stood outside MPI or others waited in MPI_Finalize)"
                                          : "")
             << "\n";
         break;

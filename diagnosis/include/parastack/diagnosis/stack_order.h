@@ -3,6 +3,8 @@
 // call path down to the MPI call, with each frame's call site. The stacks order two groups only
 // where code order does:
 //   - ranks outside MPI while the others wait in it are the suspects (everyone waits on them);
+//   - ranks in MPI_Finalize have done their part: those that still wait elsewhere are behind them
+//     (a receive nobody sends while the others finished), and only they are ordered below;
 //   - two groups whose paths part inside one function at two call sites: the group at the earlier
 //     call site (the lower address) has not reached the later one, provided no loop takes it back
 //     (a stack cannot show loops: STAT-TO needs loop-order variables for that), so the report says
@@ -27,11 +29,13 @@ struct RankStack {
   bool in_mpi = false;
   std::vector<std::string> path;
   std::vector<std::uint64_t> call_sites;
+  bool finished = false;  // in MPI_Finalize (in any spelling: the caller knows MPI's names)
 };
 
 struct StackGroup {
   RankSet ranks;
   bool in_mpi = false;
+  bool finished = false;
   std::vector<std::string> path;
   std::vector<std::uint64_t> call_sites;
   std::string where;  // "main > solve > MPI_Allreduce" (the last three frames)

@@ -42,16 +42,18 @@
 //    a run still under way not counted (a run that ended by itself counts). A
 //    code that always looks still (one MPI call site in a loop around a tiny computation) holds
 //    every observation after its first in a run, so never has them. Before that, only a run that
-//    holds an active rank outside MPI is judged, at early_unshown_factor times the length: a rank
-//    at one place outside MPI for that long, the others waiting in MPI, is no loop around an MPI
-//    call (a job spinning from its first MPI call would otherwise never be watched). A run whose
+//    holds an active rank outside MPI, or ranks in MPI_Finalize in every observation, is judged, at
+//    early_unshown_factor times the length: a rank at one place outside MPI for that long, the
+//    others waiting in MPI, is no loop around an MPI call (a job spinning from its first MPI call
+//    would otherwise never be watched), nor are ranks blocked in MPI beside finished ones (a
+//    receive nobody sends, the others gone on to MPI_Finalize: the classic first test). A run whose
 //    observations are all counted (Observation::counted: every rank's count of completed MPI calls
 //    is part of its place) needs no such past: such a code's counts move. Its
 //    false-alarm bound is an assumption, stated and tested: a healthy job that has shown movement
 //    never keeps every sampled rank that is not busy-waiting at one call path, at most a quarter
 //    of them outside MPI, none in MPI_Init or MPI_Finalize, for that long (and verification then
 //    also sees no I/O and no progress); nor does one that has not, with a rank outside MPI among
-//    them, for four times that long. See docs/statistics.md.
+//    them or beside ranks in MPI_Finalize, for four times that long. See docs/statistics.md.
 //
 // The observations of a running run are held back from the model, as the S model's are: the model
 // learns from the past and tests the present, and a hang never teaches it that stasis is normal.
@@ -87,7 +89,8 @@ struct StasisConfig {
   // early_max_still_share of the links) and the run is at a place it had shown before.
   double early_habit_factor = 4;
   // ... and this many times all of it before the job has shown its ranks moving, for a run with an
-  // active rank outside MPI (one whose active ranks are all in MPI is not judged then at all).
+  // active rank outside MPI or beside ranks in MPI_Finalize (one whose active ranks are all in MPI,
+  // with no rank finished, is not judged then at all).
   double early_unshown_factor = 4;
   std::uint64_t early_min_pairs = 16;
   double early_max_still_share = 0.5;
@@ -118,7 +121,7 @@ struct StasisDecision {
   double early_onset = 0;   // when that run stopped
   double early_needed = 0;  // how long the model-free rule needs it to last
   // The job has shown that its paths move, or its ranks are counted, or (early_before_movement)
-  // the running run holds a rank outside MPI (see above).
+  // the running run holds a rank outside MPI or is beside finished ones (see above).
   bool early_applies = false;
   bool early_before_movement = false;  // it applies only to this run, at early_unshown_factor
   bool fired = false;                  // the model's test fired
@@ -214,6 +217,7 @@ class StasisModel {
   int active_run_ranks_ = 0;                // how many active ranks the running run has
   bool active_run_beside_waiters_ = false;  // some ranks busy-waited beside its active ones
   bool active_run_all_in_mpi_ = true;       // none of its active ranks was outside MPI
+  bool active_run_beside_finished_ = true;  // every observation of it had ranks in MPI_Finalize
   bool active_run_counted_ = false;         // it and the observation it began after were counted
   int active_run_readable_ = 0;             // the fewest ranks classified in one of its observations
   bool previous_active_counted_ = false;
