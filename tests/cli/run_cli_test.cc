@@ -2,6 +2,9 @@
 // launched when the mistake is in parastack's own options or configuration.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -104,6 +107,38 @@ TEST(RunMisuse, AReportDirectoryThatCannotBeMadeIsSaidAtOnce) {
       run_parastack({"run", "--startup-timeout", "1", "--report", "no/such/dir/r.json", "--", "sleep", "3"}, dir);
   EXPECT_EQ(missing.status, 5) << missing.err;
   EXPECT_EQ(missing.err.find("cannot be written"), std::string::npos) << missing.err;
+}
+
+// A report name taken by something that is no file (a directory; a device, as root: `--report
+// /dev/null` replaced /dev/null with a plain file, 2026-12-07), or in a directory only root's
+// access() called writable (/proc), is said before the command starts, the command still runs,
+// and what was there is left as it was.
+TEST(RunMisuse, AReportNameTakenByADirectoryOrADeviceIsSaidAtOnceAndLeftAsItWas) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path() / "a-dir");
+  std::vector<std::pair<std::string, std::string>> cases{{"a-dir", "a-dir is a directory"},
+                                                         {"a-dir/", "a-dir/ names a directory"}};
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::mknod((dir.path() / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+    cases.emplace_back("null", "null is not a regular file");
+    cases.emplace_back("/proc/parastack-report.json", "cannot write in /proc");
+  }
+  for (const auto& [report, words] : cases) {
+    SCOPED_TRACE(report);
+    std::filesystem::remove(dir.path() / "ran");
+    const auto result = run_parastack(
+        {"run", "--startup-timeout", "1", "--report", report, "--", "sh", "-c", "touch ran; sleep 3"}, dir);
+    EXPECT_EQ(result.status, 5) << result.err;
+    const auto said = result.err.find("the report cannot be written to " + report + " (");
+    EXPECT_NE(said, std::string::npos) << result.err;
+    EXPECT_NE(result.err.find(words, said), std::string::npos) << result.err;
+    EXPECT_LT(said, result.err.find("watching sh")) << result.err;
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "ran"));
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "a-dir"));
+  if (::geteuid() == 0) {
+    EXPECT_TRUE(std::filesystem::is_character_file(dir.path() / "null"));
+  }
 }
 
 TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {

@@ -6,12 +6,15 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "scratch.h"
 
@@ -101,6 +104,40 @@ TEST(Files, TheTraceRefusesALinkPlantedAtItsName) {
   EXPECT_NE(trace.error().find("cannot create"), std::string::npos) << trace.error();
   EXPECT_FALSE(trace.write("line\n"));
   EXPECT_EQ(read(victim), "keep");
+}
+
+// What is at the name and is no file is refused and left as it was: a directory, a pipe, and (as
+// root, who may make one) a device like /dev/null, which the rename of a report replaced with a
+// plain file (`parastack run --report /dev/null` as root, 2026-12-07). Nor does the trace open a
+// pipe, where it would wait for a reader for ever. A name ending in '/' names no file.
+TEST(Files, ADirectoryAPipeOrADeviceAtTheNameIsRefusedAndLeftAsItWas) {
+  Scratch dir;
+  fs::create_directory(dir.path() / "a-dir");
+  ASSERT_EQ(::mkfifo((dir.path() / "a-pipe").c_str(), 0600), 0);
+  std::vector<std::pair<std::string, std::string>> cases{{"a-dir", "is a directory"},
+                                                         {"a-pipe", "is not a regular file"}};
+  if (::geteuid() == 0 && ::mknod((dir.path() / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    cases.emplace_back("null", "is not a regular file");
+  }
+  for (const auto& [name, words] : cases) {
+    SCOPED_TRACE(name);
+    const std::string path = (dir.path() / name).string();
+    struct stat before {};
+    ASSERT_EQ(::lstat(path.c_str(), &before), 0);
+    EXPECT_NE(write_file_atomically(path, "the report").value_or("").find(words), std::string::npos);
+    AppendFile trace(path);
+    EXPECT_FALSE(trace.ok());
+    EXPECT_NE(trace.error().find(words), std::string::npos) << trace.error();
+    struct stat after {};
+    ASSERT_EQ(::lstat(path.c_str(), &after), 0);
+    EXPECT_EQ(after.st_mode & S_IFMT, before.st_mode & S_IFMT) << "replaced";
+    EXPECT_EQ(after.st_ino, before.st_ino);
+  }
+  EXPECT_EQ(cases.size(), ::geteuid() == 0 ? 3u : 2u);
+  EXPECT_NE(write_file_atomically((dir.path() / "a-dir/").string(), "x").value_or("").find("names a directory"),
+            std::string::npos);
+  EXPECT_EQ(temporaries(dir.path()), 0);
+  EXPECT_TRUE(fs::is_empty(dir.path() / "a-dir"));
 }
 
 TEST(Files, TheTraceAppendsLineByLine) {

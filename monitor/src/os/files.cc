@@ -57,8 +57,25 @@ bool write_all(int fd, std::string_view content) {
 
 }  // namespace
 
+std::optional<std::string> not_a_file_problem(const std::string& path) {
+  if (!path.empty() && path.back() == '/') return path + " names a directory, not a file";
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return std::nullopt;
+  return path + (S_ISDIR(st.st_mode) ? " is a directory" : " is not a regular file (a device, a pipe or a socket)");
+}
+
+std::optional<std::string> cannot_create_in(const std::string& directory) {
+  std::string probe = directory + "/.parastack-probe.XXXXXX";
+  const ScopedFd fd(::mkostemp(probe.data(), O_CLOEXEC));
+  if (!fd.valid()) return errno_words("cannot write in", directory);
+  ::unlink(probe.c_str());
+  return std::nullopt;
+}
+
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content) {
   const TerminationSignalsHeld held;  // a SIGTERM now waits until the file is whole or gone
+  // Renamed over, a device would be gone: as root, `--report /dev/null` replaced /dev/null.
+  if (auto problem = not_a_file_problem(path)) return "cannot replace " + *problem;
   if (auto error = make_parent_directories(path)) return error;
   std::string temporary = path + ".tmp.XXXXXX";
   const ScopedFd fd(::mkostemp(temporary.data(), O_CLOEXEC));
@@ -84,10 +101,21 @@ AppendFile::AppendFile(const std::string& path) : path_(path) {
     error_ = *error;
     return;
   }
-  // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (auto problem = not_a_file_problem(path)) {
+    error_ = "cannot write " + *problem;
+    return;
+  }
+  // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name,
+  // and O_NONBLOCK a pipe put there since (it would wait for a reader for ever).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
   if (fd < 0) {
     error_ = errno_words("cannot create", path);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error_ = "cannot write " + path + ": not a regular file";
+    ::close(fd);
     return;
   }
   file_ = ::fdopen(fd, "w");

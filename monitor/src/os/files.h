@@ -15,7 +15,18 @@ namespace parastack::os {
 // `path` is replaced, never followed). On failure (a full disk, no permission) the temporary file
 // is removed, an older file at `path` is left as it was, and the error comes back in words.
 // Termination signals wait until it is done, so only SIGKILL can leave a temporary file behind.
+// A path that ends in '/' or is a directory, a device, a pipe or a socket is refused (renamed over,
+// `/dev/null` itself would be replaced); a symbolic link is replaced, as above.
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content);
+
+// Why `path` cannot take a file of ours, in words ("/dev/null is not a regular file (...)"), or
+// nothing: a path ending in '/', or an existing directory, device, pipe or socket. A regular file,
+// a symbolic link (replaced, never followed) and nothing at all are fine.
+std::optional<std::string> not_a_file_problem(const std::string& path);
+
+// Whether a file can be created in `directory`, by creating one and removing it: access(W_OK)
+// says yes to root in /proc or on a read-only mount. Nothing, or why not in words.
+std::optional<std::string> cannot_create_in(const std::string& directory);
 
 // A file written line by line as the watch goes (the sample trace): created anew, not through a
 // symbolic link (O_NOFOLLOW), readable by its owner and, as the umask allows, others. A file that

@@ -146,13 +146,16 @@ std::string monitor_hosts(network::Monitors& monitors) {
 }  // namespace
 
 std::optional<std::string> report_path_problem(const std::string& path) {
+  const ReportPaths paths = report_paths(path);
+  for (const auto& file : {paths.json, paths.text, paths.dot, paths.svg, paths.trace}) {
+    if (auto problem = os::not_a_file_problem(file)) return problem;
+  }
   // Missing directories are made with the first file: the nearest one that exists must take them.
   auto dir = std::filesystem::absolute(path).parent_path();
   std::error_code error;
   while (!std::filesystem::exists(dir, error) && dir.has_relative_path()) dir = dir.parent_path();
   if (!std::filesystem::is_directory(dir, error)) return dir.string() + " is not a directory";
-  if (::access(dir.c_str(), W_OK) != 0) return "cannot write in " + dir.string() + ": " + std::strerror(errno);
-  return std::nullopt;
+  return os::cannot_create_in(dir.string());
 }
 
 bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::logger& log) {
