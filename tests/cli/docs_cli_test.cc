@@ -69,6 +69,45 @@ TEST(ManPages, TheSpankPageListsTheJobOptionsHelpPrints) {
   EXPECT_EQ(documented, printed);
 }
 
+// ... with a batch job's own defaults where they are not parastack run's: the monitors log at
+// level error, the report is named after the job, and grace is the scheduler's (the list gave
+// run's info, ./parastack-HOST-PID.json and 10 until 2026-12-07).
+TEST(ManPages, TheJobOptionsHelpGivesABatchJobsOwnDefaults) {
+  const auto help = run(std::string(PARASTACK_MONITOR_BIN) + " --list-options");
+  ASSERT_EQ(help.status, 0) << help.out;
+  const auto line_of = [&](const std::string& name) {
+    const auto at = help.out.find("\n  " + name + "=");
+    return at == std::string::npos ? std::string() : help.out.substr(at + 1, help.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(line_of("log-level").find("[default: error]"), std::string::npos) << line_of("log-level");
+  EXPECT_NE(line_of("report").find("[default: parastack-JOBID.json]"), std::string::npos) << line_of("report");
+  EXPECT_EQ(line_of("report").find("HOST-PID"), std::string::npos) << line_of("report");
+  EXPECT_NE(line_of("grace").find("[default: not used"), std::string::npos) << line_of("grace");
+  EXPECT_NE(line_of("alpha").find("[default: 0.001]"), std::string::npos) << line_of("alpha");
+  EXPECT_NE(help.out.find("pbs_parastack"), std::string::npos) << help.out;
+}
+
+// At submission (--check-options), mpi-progress takes only the words the SPANK plugin and
+// pbs_parastack act on, and its library only an absolute path: `mpi-progress=enable` and a relative
+// library were accepted and then preloaded nothing (2026-12-07).
+TEST(ManPages, TheProgressLibrarysJobOptionsTakeOnlyWhatTheIntegrationsAct) {
+  const auto check = [](const std::string& item) {
+    return run(std::string(PARASTACK_MONITOR_BIN) + " --check-options --job-options " + item + " 2>&1");
+  };
+  for (const std::string good : {"on", "off", "yes", "no", "true", "false", "1", "0"}) {
+    EXPECT_EQ(check("mpi-progress=" + good).status, 0) << good;
+  }
+  for (const std::string bad : {"enable", "y", "2"}) {
+    const auto refused = check("mpi-progress=" + bad);
+    EXPECT_NE(refused.status, 0) << bad;
+    EXPECT_NE(refused.out.find("mpi-progress"), std::string::npos) << refused.out;
+  }
+  EXPECT_EQ(check("mpi-progress-library=/opt/p/libparastack-progress.so").status, 0);
+  const auto relative = check("mpi-progress-library=lib/libparastack-progress.so");
+  EXPECT_NE(relative.status, 0);
+  EXPECT_NE(relative.out.find("an absolute path"), std::string::npos) << relative.out;
+}
+
 // parastack config (the installed parastack.conf) names every key; parastack(1) documents each as
 // an option, and parastack.conf(5) as a setting.
 TEST(ManPages, EverySettingOfTheConfigFileIsDocumented) {

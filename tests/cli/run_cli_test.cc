@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "support/mpi_job.h"
@@ -167,6 +169,12 @@ TEST(RunMisuse, AnUnreadableOrInvalidSiteConfiguration) {
   EXPECT_EQ(result.status, 2);
   EXPECT_NE(result.err.find("parastack.conf line 3: action = explode"), std::string::npos) << result.err;
 
+  // A batch-only setting (parastack run has no use for it) is checked all the same.
+  std::ofstream(config) << "alpha = 0.01\nmonitor-timeout = abc\n";
+  result = run_parastack({"run", "--config", config.string(), "--", "touch", "launched"}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("parastack.conf line 2: monitor-timeout = abc: "), std::string::npos) << result.err;
+
   std::ofstream(config) << "alpha = 0.01\nfrobnicate = 3\n";
   result = run_parastack({"run", "--", "touch", "launched"}, dir, {"PARASTACK_CONFIG=" + config.string()});
   EXPECT_EQ(result.status, 2);
@@ -180,6 +188,27 @@ TEST(RunMisuse, AnUnreadableOrInvalidSiteConfiguration) {
   EXPECT_EQ(result.status, 2);
   EXPECT_NE(result.err.find("No such file or directory"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "launched"));
+}
+
+// The installed file with every line uncommented is a valid file that changes nothing: each line
+// shows a value that reads back (`mpi-progress = ` did not, 2026-12-07).
+TEST(RunConfig, TheTemplateWithEveryLineUncommentedIsValid) {
+  TempDir dir;
+  const auto shown = dir.path() / "parastack.conf";
+  ASSERT_EQ(std::system((std::string(PARASTACK_BIN) + " config > " + shown.string()).c_str()), 0);
+  std::ifstream lines(shown);
+  std::ofstream config(dir.path() / "all.conf");
+  int settings = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# ", 0) == 0 && line.find(" = ") != std::string::npos && line.find(' ', 2) == line.find(" = ")) {
+      config << line.substr(2) << "\n";
+      ++settings;
+    }
+  }
+  config.close();
+  EXPECT_GT(settings, 20);
+  const auto result = run_parastack({"run", "--config", (dir.path() / "all.conf").string(), "--", "true"}, dir);
+  EXPECT_EQ(result.status, 0) << result.err;
 }
 
 TEST(RunConfig, SiteValuesApplyAndTheCommandLineOverridesThem) {

@@ -210,7 +210,9 @@ TEST_F(PbsTorqueStandIn, AHealthyJobRunsAsWithoutParastackItsStatusOutputAndEnvi
 TEST_F(PbsTorqueStandIn, TheSiteFilesSettingsReachTheMonitorsButItsLogFileDoesNot) {
   const auto site_log = jobs() / "site-run.log";
   const auto config = jobs() / "parastack.conf";
-  std::ofstream(config) << "log-level = info\nlog-file = " << site_log.string() << "\n";
+  // An empty value is the default (`seed = `, as the installed file shows it, was passed on as
+  // `seed=` and refused by the monitors for every job until 2026-12-07).
+  std::ofstream(config) << "log-level = info\nseed = \nlog-file = " << site_log.string() << "\n";
   give_to_user(config);
   script("site.sh", "#!/bin/bash\n#PBS -l nodes=1:ppn=4\n" + solver_body(bin(), 4, "", "") + "\n");
   const std::string id = submit({"site.sh"}, {"PARASTACK_CONFIG=" + config.string()});

@@ -106,8 +106,11 @@ std::variant<Site, std::string> read_site() {
       site.actions = s.value;
     } else if (job_option) {
       if (s.value.find(',') != std::string::npos) return where + s.key + ": a value with ',' cannot be passed on";
+      // An empty value is the default, as for parastack run (`seed = ` was passed on as `seed=`,
+      // which the monitors refused for every job).
+      if (s.value.empty()) continue;
       site.defaults += (site.defaults.empty() ? "" : ",") + s.key + "=" + s.value;
-      if (run->get_option_no_throw("--" + s.key)) checked_here.push_back(s);
+      if (run->get_option_no_throw("--" + s.key) || s.key == "monitor-timeout") checked_here.push_back(s);
     } else if (!run->get_option_no_throw("--" + s.key)) {
       return where + "unknown setting '" + s.key + "'";
     }

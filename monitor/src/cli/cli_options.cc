@@ -32,6 +32,15 @@ bool is_number(const std::string& text, double& value) {
 
 }  // namespace
 
+CLI::Option* add_monitor_timeout_option(CLI::App& command, double& seconds) {
+  return command
+      .add_option("--monitor-timeout", seconds,
+                  "Seconds a monitor may take to answer before its node counts as lost (monitoring then "
+                  "stops; the job runs on)")
+      ->check(number_from(0.1, 86400.0))
+      ->capture_default_str();
+}
+
 CLI::Validator number_from(double min, double max) {
   return {[min, max](std::string& text) {
             double value = 0;
@@ -149,7 +158,7 @@ void add_model_options(CLI::App& command, stats::ModelConfig& config) {
 
 void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
   add_model_options(command, options.watchdog.model);
-  command.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (two disjoint sets)")
+  command.add_option("--ranks", options.watchdog.sampled_ranks, "C: ranks sampled per set (--sets disjoint sets)")
       ->check(whole_number_from(1, 10000))
       ->capture_default_str();
   command
@@ -179,10 +188,10 @@ void add_watch_options(CLI::App& command, watch::WatchOptions& options) {
                   "log-level info unless it is given; missing directories are created; patterns as in --report)")
       ->type_name("PATH")
       ->check(path_pattern());
-  command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
+  command.add_option("--log-level", options.log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
-  command.add_option("--seed", options.seed, "Seed for the random choices (0: random)");
+  command.add_option("--seed", options.seed, "Seed for the random choices (0: random)")->capture_default_str();
 }
 
 void JobSelectorOptions::add_to(CLI::App& command) {

@@ -64,6 +64,10 @@ CLI::Validator number_from(double min, double max);  // min <= x <= max
 CLI::Validator positive_number();                    // x > 0
 CLI::Validator whole_number_from(long long min, long long max);
 
+// --monitor-timeout, the batch jobs' monitors' own (parastack-monitor), also checked where a site
+// file sets it for them (apply_site_config: `parastack run` itself has no use for it).
+CLI::Option* add_monitor_timeout_option(CLI::App& command, double& seconds);
+
 // Model options shared by every command that runs the model (--alpha, --budget, ...).
 void add_model_options(CLI::App& command, stats::ModelConfig& config);
 // The options of every entrance that watches a job (parastack run, parastack-monitor): the model's,

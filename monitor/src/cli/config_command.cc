@@ -58,8 +58,19 @@ std::string site_config_template() {
     const auto& names = option->get_lnames();
     if (names.empty() || names.front() == "help" || names.front() == "config") continue;
     out += "\n" + comment(option->get_description());
-    out += "# " + names.front() + " = " + option->get_default_str() + "\n";
+    // Each line must stand as it is once uncommented: a flag's "no" is false (it has no default
+    // string, and `mpi-progress = ` could not be read back).
+    const std::string value = option->get_expected_max() == 0 && option->get_default_str().empty()
+                                  ? std::string("false")
+                                  : option->get_default_str();
+    out += "# " + names.front() + " = " + value + "\n";
   }
+  // The batch jobs' monitors' own (parastack run has one node, no other monitors to wait for).
+  CLI::App theirs;
+  double monitor_timeout = 60;
+  const CLI::Option* timeout = add_monitor_timeout_option(theirs, monitor_timeout);
+  out += "\n" + comment(timeout->get_description() + " (batch jobs; parastack run checks it and skips it)");
+  out += "# monitor-timeout = " + timeout->get_default_str() + "\n";
   out += "\n" + comment("Settings of the scheduler integrations (pbs_parastack); parastack run skips them.");
   for (const auto& s : kSchedulerHelp) out += "\n" + comment(s.help) + "# " + s.key + " = " + s.example + "\n";
   return out;

@@ -70,15 +70,31 @@ std::vector<std::string> expand_job_options(const std::vector<std::string>& argv
 }
 
 void list_job_options(CLI::App& app) {
-  std::cout << "sbatch --parastack[=OPTIONS]: watch the job for hangs. OPTIONS is a comma-separated list of\n"
-               "NAME=VALUE (e.g. --parastack=action=report,alpha=0.001); --parastack=off opts out.\n\n";
+  std::cout << "sbatch --parastack[=OPTIONS] (Slurm): watch the job for hangs. OPTIONS is a comma-separated list\n"
+               "of NAME=VALUE (e.g. --parastack=action=report,alpha=0.001); --parastack=off opts out.\n"
+               "pbs_parastack job.sh -- --NAME=VALUE ... (Torque/PBS) takes the same names.\n\n";
+  // Where a batch job's monitors differ from parastack run, whose options these are: the
+  // integrations start them at log-level error (a healthy job's stderr gets nothing), name the
+  // report after the job, and leave the end of a killed job to the scheduler's KillWait.
+  const std::map<std::string, std::pair<std::string, std::string>> in_a_batch_job{
+      {"report", {" (default: ./parastack-HOST-PID.json, written by the leader)", "parastack-JOBID.json"}},
+      {"log-level", {"", "error"}},
+      {"grace", {"", "not used: the scheduler's KillWait"}}};
   for (const auto& name : kJobOptions) {
     const CLI::Option* option = app.get_option_no_throw("--" + name);
     if (!option) continue;
     std::string line = "  " + name + "=" + (option->get_type_name().empty() ? "VALUE" : option->get_type_name());
     if (line.size() < 32) line.resize(32, ' ');
-    std::cout << line << " " << option->get_description();
-    if (!option->get_default_str().empty()) std::cout << " [default: " << option->get_default_str() << "]";
+    std::string description = option->get_description(), default_words = option->get_default_str();
+    if (const auto batch = in_a_batch_job.find(name); batch != in_a_batch_job.end()) {
+      const auto& [run_words, batch_default] = batch->second;
+      if (const auto at = description.find(run_words); !run_words.empty() && at != std::string::npos) {
+        description.erase(at, run_words.size());
+      }
+      default_words = batch_default;
+    }
+    std::cout << line << " " << description;
+    if (!default_words.empty()) std::cout << " [default: " << default_words << "]";
     std::cout << "\n";
   }
   std::cout.flush();

@@ -306,11 +306,7 @@ int run_leader(network::MpiMonitors& monitors, const MonitorOptions& options, co
 void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& job_options_help) {
   add_watch_options(app, options.watch);
   options.job.add_to(app);
-  app.add_option("--monitor-timeout", options.timeout,
-                 "Seconds a monitor may take to answer before its node counts as lost (monitoring then "
-                 "stops; the job runs on)")
-      ->check(number_from(0.1, 86400.0))
-      ->capture_default_str();
+  add_monitor_timeout_option(app, options.timeout);
   app.add_option("--linger", options.linger,
                  "After a program ends, end monitoring if no other starts within this many seconds (0: "
                  "wait for the job's end)")
@@ -333,8 +329,12 @@ void add_monitor_options(CLI::App& app, MonitorOptions& options, std::string& jo
   app.add_option("--mpi-progress", options.mpi_progress,
                  "on: the job asked for the MPI progress library (the SPANK plugin and pbs_parastack preload it "
                  "into the ranks; a monitor reads the counts of whichever ranks keep them, docs/diagnosis.md)")
+      // The words the plugin and pbs_parastack read (options.c, in_job.cc): any other that parsed as
+      // a boolean here (enable, y, 2) was accepted at submission and then preloaded nothing.
+      ->check(CLI::IsMember({"on", "off", "yes", "no", "true", "false", "1", "0"}))
       ->default_str("off");
   app.add_option("--mpi-progress-library", options.progress_library, "The library mpi-progress=on preloads")
+      ->check([](const std::string& path) { return path.starts_with('/') ? std::string() : "an absolute path"; })
       ->capture_default_str();
   app.add_flag("--mail", options.mail,
                "With --slurm-job or --pbs-job: mail the hang report to the job's --mail-user (Slurm) or --mail-to, "

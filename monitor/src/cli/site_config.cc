@@ -1,5 +1,6 @@
 #include "cli/site_config.h"
 
+#include "cli/commands.h"
 #include "cli/job_options.h"
 
 #include <algorithm>
@@ -64,13 +65,16 @@ std::optional<std::string> apply_site_config(CLI::App& command, const std::strin
     const std::string where = path + " line " + std::to_string(s.line) + ": ";
     if (std::find(kSchedulerSettings.begin(), kSchedulerSettings.end(), s.key) != kSchedulerSettings.end()) continue;
     CLI::Option* option = nullptr;
+    CLI::App theirs;  // holds a batch-only option while its value is checked
+    double monitor_timeout = 0;
     try {
       option = command.get_option("--" + s.key);
     } catch (const CLI::OptionNotFound&) {
       // A setting of the batch jobs' watch that this command has no use for (monitor-timeout: one
-      // node's `parastack run` has no other monitors to wait for) is theirs, not a typo.
-      if (std::find(kJobOptions.begin(), kJobOptions.end(), s.key) != kJobOptions.end()) continue;
-      return where + "unknown setting '" + s.key + "'";
+      // node's `parastack run` has no other monitors to wait for) is theirs, not a typo; its value is
+      // checked all the same (a bad one was accepted here and refused only by every submission).
+      if (s.key != "monitor-timeout") return where + "unknown setting '" + s.key + "'";
+      option = add_monitor_timeout_option(theirs, monitor_timeout);
     }
     if (s.key == "config") return where + "a configuration file cannot name another";
     if (option->count() > 0) continue;  // the user said otherwise on the command line
