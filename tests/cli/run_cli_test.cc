@@ -72,6 +72,23 @@ TEST(RunMisuse, ACommandThatIsNotAnMpiJob) {
   EXPECT_NE(result.err.find("no MPI rank appeared under 'sleep' within 1 s"), std::string::npos) << result.err;
 }
 
+// A command in which no MPI rank was ever seen (here `true`) is reported as such: not "ranks found
+// 0 s after the start", and no sample trace is named, since none was written (both until
+// 2026-12-07).
+TEST(RunMisuse, AJobInWhichNoRankWasSeenSaysSoAndNamesNoTrace) {
+  TempDir dir;
+  const auto result = run_parastack({"run", "--report", "r.json", "--", "true"}, dir);
+  EXPECT_EQ(result.status, 0) << result.err;
+  const std::string text = read_file(dir.path() / "r.txt");
+  EXPECT_NE(text.find("watched:   no MPI rank was found\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ranks found"), std::string::npos) << text;
+  EXPECT_EQ(text.find("trace:"), std::string::npos) << text;
+  const std::string json_text = read_file(dir.path() / "r.json");
+  EXPECT_NE(json_text.find("\"found_at\": null"), std::string::npos) << json_text;
+  EXPECT_NE(json_text.find("\"trace\": \"\""), std::string::npos) << json_text;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r.trace.jsonl"));
+}
+
 // Inside a batch job that pbs_parastack (or the SPANK plugin) already watches, `parastack run`
 // says it is a second watchdog: the job's environment names the watched job, by its PBS id on
 // Torque. A job of another id is not this one.
@@ -140,6 +157,29 @@ TEST(RunMisuse, AReportNameTakenByADirectoryOrADeviceIsSaidAtOnceAndLeftAsItWas)
   EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "a-dir"));
   if (::geteuid() == 0) {
     EXPECT_TRUE(std::filesystem::is_character_file(dir.path() / "null"));
+  }
+}
+
+// A misspelt option, a command with options of its own without '--' (one without any runs as it
+// is) and a misspelt command are named as such: CLI11 alone
+// said "The following arguments were not expected: ./app 4 -np mpirun" for --alpah (the command's
+// words, backwards, and never the option) and "A subcommand is required" for runn.
+TEST(RunMisuse, AMisspeltOptionOrCommandIsNamed) {
+  TempDir dir;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"run", "--alpah", "0.01", "--", "touch", "launched"},
+       "parastack: unknown option '--alpah' (parastack run --help lists them)\n"},
+      {{"run", "--acton=report", "--", "touch", "launched"},
+       "parastack: unknown option '--acton' (parastack run --help lists them)\n"},
+      {{"run", "touch", "-c", "launched"},
+       "parastack: the command to watch goes after '--': parastack run [options] -- mpirun -np N ./app\n"},
+      {{"runn", "--", "touch", "launched"}, "parastack: unknown command 'runn' (parastack --help lists them)\n"},
+      {{"replay", "--bogus", "x"}, "parastack: unknown option '--bogus' (parastack replay --help lists them)\n"}};
+  for (const auto& [args, said] : cases) {
+    const auto result = run_parastack(args, dir);
+    EXPECT_EQ(result.status, 2) << said;
+    EXPECT_EQ(result.err, said);
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "launched")) << said;
   }
 }
 

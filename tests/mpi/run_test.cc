@@ -1280,6 +1280,32 @@ TEST(Run, AJobHungAtItsFirstMpiCallSaysWithinAMinuteThatItIsNotWatched) {
   EXPECT_TRUE(run.process().descendants().empty());
 }
 
+// A user's SIGTERM (or Ctrl-C's SIGINT sent to parastack alone) to a watched healthy job: passed on
+// to mpirun, which ends the job; parastack's exit status is the job's, and its log and report say
+// that the end came by a signal passed on (the report read "completed, exit status 1, no alarm",
+// an ordinary end, until 2026-12-07).
+TEST(Run, ASignalToParastackIsPassedOnAndTheReportSaysSo) {
+  WatchedRun run({}, mpirun(4, {test_program("ps_solver"), "blocking", "600"}));
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  const auto found = [&] { return run.log().find("found 4 rank(s)") != std::string::npos; };
+  while (!found() && run.process().running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(found()) << tail(run.log());
+  ASSERT_EQ(::kill(run.process().pid(), SIGTERM), 0);
+  const int status = run.wait(60s);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(status, kExitHang);
+  const std::string log = run.log();
+  EXPECT_NE(log.find("SIGTERM sent to parastack, passed on to the command: it ended with status"), std::string::npos)
+      << tail(log);
+  const json report = run.report();
+  ASSERT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report["verdict"], "completed");
+  EXPECT_EQ(report["notes"], json::array({"SIGTERM sent to parastack, passed on to the command"})) << report["notes"];
+  EXPECT_TRUE(run.process().descendants().empty());
+}
+
 // The other first test program: rank 1 spins outside MPI from its first MPI call after MPI_Init
 // while the others block in MPI for it. No sample shows a rank moving either, but a rank standing
 // at one place outside MPI is no loop around one MPI call: the model-free rule judges it at four

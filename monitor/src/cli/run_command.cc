@@ -197,6 +197,12 @@ int run_watchdog(RunOptions options) {
     return kExitNotMpi;
   }
   const int status = job.wait_exit();
+  if (const std::string signals = os::signals_passed_on(); !signals.empty()) {
+    // Or the report would read as an ordinary end ("completed, exit status 143").
+    const std::string note = signals + " sent to parastack, passed on to the command";
+    log.info("{}: it ended with status {}", note, status);
+    session.report().notes.push_back(note);
+  }
   session.write_final_report(status);
   return status;
 }

@@ -45,6 +45,7 @@ std::atomic<int> forward_to{-1};  // a pidfd of the launcher, once there is one
 // Without pidfds (a kernel before 5.3): the launcher's pid, until it is reaped.
 std::atomic<pid_t> forward_to_pid{0};
 std::array<std::atomic<bool>, NSIG> caught_early{};
+std::array<std::atomic<bool>, NSIG> passed_on{};
 
 // Sends `signal` to the launcher once it is known; false before (async-signal-safe).
 bool send_to_launcher(int signal) {
@@ -62,6 +63,7 @@ void pass_on(int signal, siginfo_t* info, void*) {
   if (signal == SIGINT && info && info->si_code == SI_KERNEL) return;
   const int saved_errno = errno;
   if (!send_to_launcher(signal)) caught_early[static_cast<std::size_t>(signal)] = true;
+  passed_on[static_cast<std::size_t>(signal)] = true;  // now, or by forward_signals_to
   errno = saved_errno;
 }
 
@@ -101,6 +103,15 @@ void forward_signals_to(const LaunchedJob& job) {
     if (caught_early[static_cast<std::size_t>(s)].exchange(false)) send_to_launcher(s);
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+std::string signals_passed_on() {
+  std::string words;
+  for (int s : kJobSignals) {
+    if (passed_on[static_cast<std::size_t>(s)])
+      words += (words.empty() ? "SIG" : ", SIG") + std::string(::sigabbrev_np(s));
+  }
+  return words;
 }
 
 bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }

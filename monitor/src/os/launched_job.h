@@ -64,6 +64,9 @@ class LaunchedJob {
 // already reaches the launcher (same process group): a SIGINT sent by the kernel is not passed on.
 void catch_job_signals();
 void forward_signals_to(const LaunchedJob& job);
+// The signals passed on so far, in words ("SIGTERM", "SIGTERM, SIGUSR1"); empty: none. A job that
+// ended by one ended because someone asked it to, which its report says.
+std::string signals_passed_on();
 
 // Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER); false if the kernel refused.
 bool become_subreaper();

@@ -223,7 +223,7 @@ nlohmann::json to_json(const RunReport& r) {
                 {"slowdowns", r.slowdowns},
                 {"slowdown_evidence", r.slowdown_evidence}};
   const auto& c = r.coverage;
-  out["coverage"] = {{"found_at", c.found_at},
+  out["coverage"] = {{"found_at", c.found_at ? json(*c.found_at) : json(nullptr)},
                      {"stasis_since", c.stasis_since ? json(*c.stasis_since) : json(nullptr)},
                      {"model_since", c.model_since ? json(*c.model_since) : json(nullptr)},
                      {"watched_seconds", c.watched_seconds},
@@ -283,7 +283,8 @@ nlohmann::json to_json(const RunReport& r) {
 
 std::string coverage_text(const Coverage& c) {
   std::ostringstream out;
-  out << "watched:   ranks found " << c.found_at << " s after the start; ";
+  if (!c.found_at) return "watched:   no MPI rank was found\n";
+  out << "watched:   ranks found " << *c.found_at << " s after the start; ";
   if (!c.ever_watched()) {
     out << "never watched\n";
     return out.str();

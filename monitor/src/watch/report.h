@@ -33,7 +33,7 @@ std::string_view to_string(JobVerdict verdict);
 // some test could fire there, the S model (built), the stasis model (bounds estimated) or the
 // model-free stasis rule (the job has shown that its call paths move).
 struct Coverage {
-  double found_at = 0;                                // seconds after parastack started, when the ranks were found
+  std::optional<double> found_at;                     // seconds after parastack started, when the ranks were found
   std::optional<double> stasis_since;                 // seconds after the ranks were found: first stasis test possible
   std::optional<double> model_since;                  // ... the S model built
   double watched_seconds = 0, unwatched_seconds = 0;  // between samples, after the ranks were found

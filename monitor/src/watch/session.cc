@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 namespace parastack::watch {
@@ -48,6 +49,9 @@ void Session::write_final_report(std::optional<int> exit_status) {
   if (report_.action_taken.empty()) report_.action_taken = "none";  // also when monitoring was lost
   report_.exit_status = exit_status;
   report_.ended_at = unix_now();
+  // A job in which no rank was ever sampled has no trace to replay: none is named.
+  std::error_code error;
+  if (!report_.trace_path.empty() && !std::filesystem::exists(report_.trace_path, error)) report_.trace_path.clear();
   write_report(report_, leading_.paths, log_);
 }
 
