@@ -183,6 +183,20 @@ TEST(RunMisuse, AMisspeltOptionOrCommandIsNamed) {
   }
 }
 
+// A pid that names no process is said to be that, by stack (it said "pid N: exited", as if the
+// process had just ended) and by ranks (an empty table, then "no MPI ranks found").
+TEST(RunMisuse, APidOfNoProcessIsSaidToBeOne) {
+  TempDir dir;
+  // A pid above the kernel's largest is never in use.
+  const std::string none = std::to_string(4194304 + 1);
+  auto result = run_parastack({"stack", "--pid", none}, dir);
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err, "parastack stack: no process has pid " + none + "\n");
+  result = run_parastack({"ranks", "--pid", none}, dir);
+  EXPECT_EQ(result.status, 4);
+  EXPECT_EQ(result.err, "parastack ranks: no process has pid " + none + "\n");
+}
+
 TEST(RunMisuse, BadOptionValuesAreRefusedBeforeAnythingIsLaunched) {
   TempDir dir;
   for (const auto& bad : std::vector<std::vector<std::string>>{{"--alpha", "2"},

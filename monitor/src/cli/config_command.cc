@@ -78,8 +78,9 @@ std::string site_config_template() {
 
 std::function<int()> add_config_command(CLI::App& app) {
   app.add_subcommand("config",
-                     "Print the site configuration file (parastack.conf) with every setting commented out at its "
-                     "default: parastack config > /etc/parastack/parastack.conf");
+                     "Print the site configuration file (parastack.conf) with every setting commented out "
+                     "at its default: parastack config > " +
+                         std::string(kSiteConfig));
   return [] {
     std::cout << site_config_template();
     return kExitOk;

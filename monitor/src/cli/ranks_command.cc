@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "os/proc.h"
 #include "sampler/rank_discovery.h"
 #include "sampler/stack_sampler.h"
 
@@ -16,6 +17,10 @@ struct RanksOptions {
 };
 
 int run_ranks(const RanksOptions& options, const sampler::JobSelector& selector) {
+  if (selector.kind == sampler::JobSelector::Kind::Launcher && !os::identify(selector.launcher)) {
+    std::cerr << "parastack ranks: no process has pid " << selector.launcher.value << "\n";
+    return kExitNoRanks;
+  }
   const auto discovery = sampler::discover_ranks(selector);
   for (const auto& problem : discovery.problems) std::cerr << "parastack ranks: " << problem << "\n";
   sampler::StackSampler stack_sampler;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "os/proc.h"
 #include "sampler/stack_sampler.h"
 
 namespace parastack::cli {
@@ -17,6 +18,10 @@ struct StackOptions {
 };
 
 int run_stack(const StackOptions& options) {
+  if (!os::identify(os::Pid{options.pid})) {  // not "pid 999999: exited", as if it had just ended
+    std::cerr << "parastack stack: no process has pid " << options.pid << "\n";
+    return kExitUsage;
+  }
   sampler::StackSampler stack_sampler;
   sampler::SampleOptions sample_options;
   sample_options.frames = true;
