@@ -75,7 +75,7 @@ std::optional<std::string> cannot_create_in(const std::string& directory) {
 std::optional<std::string> write_file_atomically(const std::string& path, std::string_view content) {
   const TerminationSignalsHeld held;  // a SIGTERM now waits until the file is whole or gone
   // Renamed over, a device would be gone: as root, `--report /dev/null` replaced /dev/null.
-  if (auto problem = not_a_file_problem(path)) return "cannot replace " + *problem;
+  if (auto problem = not_a_file_problem(path)) return problem;
   if (auto error = make_parent_directories(path)) return error;
   std::string temporary = path + ".tmp.XXXXXX";
   const ScopedFd fd(::mkostemp(temporary.data(), O_CLOEXEC));
@@ -102,7 +102,7 @@ AppendFile::AppendFile(const std::string& path) : path_(path) {
     return;
   }
   if (auto problem = not_a_file_problem(path)) {
-    error_ = "cannot write " + *problem;
+    error_ = *problem;
     return;
   }
   // O_TRUNC on a file of our own is fine; O_NOFOLLOW refuses a symbolic link planted at the name,

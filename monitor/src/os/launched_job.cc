@@ -106,10 +106,13 @@ void forward_signals_to(const LaunchedJob& job) {
 }
 
 std::string signals_passed_on() {
+  // kJobSignals' names, in its order (sigabbrev_np needs glibc 2.32: RHEL 8 has 2.28).
+  constexpr std::array<const char*, kJobSignals.size()> names{"SIGTERM", "SIGINT",  "SIGHUP",
+                                                              "SIGQUIT", "SIGUSR1", "SIGUSR2"};
   std::string words;
-  for (int s : kJobSignals) {
-    if (passed_on[static_cast<std::size_t>(s)])
-      words += (words.empty() ? "SIG" : ", SIG") + std::string(::sigabbrev_np(s));
+  for (std::size_t i = 0; i < kJobSignals.size(); ++i) {
+    if (passed_on[static_cast<std::size_t>(kJobSignals[i])])
+      words += (words.empty() ? "" : ", ") + std::string(names[i]);
   }
   return words;
 }
