@@ -158,6 +158,18 @@ TEST(RunMisuse, AReportNameTakenByADirectoryOrADeviceIsSaidAtOnceAndLeftAsItWas)
   if (::geteuid() == 0) {
     EXPECT_TRUE(std::filesystem::is_character_file(dir.path() / "null"));
   }
+  // A job that ends (no rank seen: a report is written): none of the report's files is written
+  // beside a name that is no file (a-dir.txt, null.txt were), and its text goes to the log.
+  for (const std::string report : {"a-dir", "null"}) {
+    if (report == "null" && ::geteuid() != 0) continue;
+    const auto result = run_parastack({"run", "--report", report, "--", "true"}, dir);
+    EXPECT_EQ(result.status, 0) << result.err;
+    EXPECT_NE(result.err.find("the report could not be written; here it is:"), std::string::npos) << result.err;
+    for (const std::string beside : {".txt", ".dot", ".svg", ".trace.jsonl"}) {
+      EXPECT_FALSE(std::filesystem::exists(dir.path() / (report + beside))) << report + beside;
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "a-dir"));
 }
 
 // A misspelt option, a command with options of its own without '--' (one without any runs as it

@@ -145,11 +145,15 @@ std::string monitor_hosts(network::Monitors& monitors) {
 
 }  // namespace
 
-std::optional<std::string> report_path_problem(const std::string& path) {
-  const ReportPaths paths = report_paths(path);
+std::optional<std::string> report_name_taken(const ReportPaths& paths) {
   for (const auto& file : {paths.json, paths.text, paths.dot, paths.svg, paths.trace}) {
     if (auto problem = os::not_a_file_problem(file)) return problem;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> report_path_problem(const std::string& path) {
+  if (auto taken = report_name_taken(report_paths(path))) return taken;
   // Missing directories are made with the first file: the nearest one that exists must take them.
   auto dir = std::filesystem::absolute(path).parent_path();
   std::error_code error;
@@ -166,11 +170,15 @@ bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::log
     auto e = os::write_file_atomically(path, content);
     if (e && std::find(problems.begin(), problems.end(), *e) == problems.end()) problems.push_back(std::move(*e));
   };
-  write(paths.json, to_json(report).dump(2) + "\n");
-  write(paths.text, text);
-  if (report.stacks) {
-    write(paths.dot, report.stacks->dot);
-    if (!report.stacks->svg.empty()) write(paths.svg, report.stacks->svg);
+  if (auto taken = report_name_taken(paths)) {
+    problems.push_back(std::move(*taken));  // and none of its files beside it (/dev/null.txt in /dev)
+  } else {
+    write(paths.json, to_json(report).dump(2) + "\n");
+    write(paths.text, text);
+    if (report.stacks) {
+      write(paths.dot, report.stacks->dot);
+      if (!report.stacks->svg.empty()) write(paths.svg, report.stacks->svg);
+    }
   }
   if (problems.empty()) {
     log.info("report written: {} and {}", paths.json, paths.text);
@@ -297,7 +305,7 @@ bool act_on_hang(const LeaderOptions& options, JobControl& job, network::Cluster
 class TraceSink {
  public:
   TraceSink(const LeaderOptions& options, spdlog::logger& log) : options_(options), log_(log) {
-    if (options_.trace_on_hang_only) return;
+    if (options_.trace_on_hang_only || report_name_taken(options_.paths)) return;  // said at the start
     file_ = os::AppendFile(options_.paths.trace);
     if (!file_.ok()) log_.warn("the sample trace: {}", file_.error());
   }
@@ -311,6 +319,7 @@ class TraceSink {
   // Writes the held trace; a note for the report if it is not whole.
   std::optional<std::string> keep_for_hang() {
     if (!options_.trace_on_hang_only) return std::nullopt;
+    if (report_name_taken(options_.paths)) return std::nullopt;
     if (const auto error = os::write_file_atomically(options_.paths.trace, held_.text())) {
       log_.warn("the sample trace: {}", *error);
     }

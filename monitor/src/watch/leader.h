@@ -65,5 +65,10 @@ bool write_report(const RunReport& report, const ReportPaths& paths, spdlog::log
 // Why a file cannot be created where the report goes, its missing directories included (they are
 // made with its first file), or nullopt. Checked before the job starts, while it is young.
 std::optional<std::string> report_path_problem(const std::string& path);
+// Why one of the report's names (JSON, text, DOT, SVG, trace) is taken by something that is no
+// file (a directory, a device, a pipe), or nullopt. Then none of its files is written, not even
+// those beside it (as root, `--report /dev/null` would leave /dev/null.txt in /dev): its text
+// goes to the log.
+std::optional<std::string> report_name_taken(const ReportPaths& paths);
 
 }  // namespace parastack::watch
