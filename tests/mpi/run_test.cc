@@ -1347,6 +1347,19 @@ TEST(Run, WithTheProgressLibraryADeadlockedPairBesideRanksInMpiFinalizeIsFound) 
   expect_communication_hang_found(run, 1, 60, report);
 }
 
+// A ps_finale serial end that ran to completion: no hang, the log says the serial end is not
+// judged, the report says completed, and rank 0 printed its summary. Returns the report.
+json expect_a_serial_end_left_alone(WatchedRun& run) {
+  const std::string log = run.log();
+  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
+  EXPECT_NE(log.find("the job's serial end is not judged"), std::string::npos) << tail(log);
+  const json report = run.report();
+  EXPECT_FALSE(report.is_discarded()) << tail(log);
+  EXPECT_EQ(report.value("verdict", ""), "completed");
+  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
+  return report;
+}
+
 // The last message never sent: rank 0 waits in MPI_Recv for a result that rank 1 never sends,
 // while ranks 1..3 have gone on to MPI_Finalize and wait there for it (tests/programs/ps_finale.c).
 // Without the progress library, as a new user runs it, and a communication-bound code (20 us of
@@ -1391,13 +1404,7 @@ TEST(Run, ARankWorkingAloneFromTheStartWhileTheOthersFinishIsNotAHang) {
   WatchedRun run({"--log-level", "debug"}, mpirun(4, {test_program("ps_finale"), "--healthy-seconds", "0", "--end",
                                                       "serial", "--serial-seconds", "40"}));
   ASSERT_EQ(run.wait(240s), 0) << tail(run.log());
-  const std::string log = run.log();
-  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
-  EXPECT_NE(log.find("the job's serial end is not judged"), std::string::npos) << tail(log);
-  const json report = run.report();
-  ASSERT_FALSE(report.is_discarded()) << tail(log);
-  EXPECT_EQ(report["verdict"], "completed");
-  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
+  expect_a_serial_end_left_alone(run);
 }
 
 // Ends ps_finale's healthy part (--healthy-until) once every set's S model is built. Before that an
@@ -1426,16 +1433,10 @@ TEST(Run, ARankWorkingAloneWhileTheOthersFinishIsNotAHang) {
                             "--end", "serial", "--serial-seconds", "30"}));
   ASSERT_NO_FATAL_FAILURE(end_the_healthy_part_once_the_model_is_built(run, model_built));
   ASSERT_EQ(run.wait(180s), 0) << tail(run.log());
-  const std::string log = run.log();
-  EXPECT_EQ(log.find("HANG"), std::string::npos) << tail(log);
-  EXPECT_NE(log.find("the job's serial end is not judged"), std::string::npos) << tail(log);
-  const json report = run.report();
-  ASSERT_FALSE(report.is_discarded()) << tail(log);
-  EXPECT_EQ(report["verdict"], "completed");
+  const json report = expect_a_serial_end_left_alone(run);
   EXPECT_GE(report["coverage"]["unwatched_seconds"].get<double>(), 25.0) << report["coverage"].dump();
   EXPECT_NE(report["coverage"]["why_unwatched"].get<std::string>().find("serial end"), std::string::npos)
       << report["coverage"].dump();
-  EXPECT_NE(run.out().find("summary "), std::string::npos) << run.out();
 }
 
 // The same serial end in a job too large to sample whole (24 ranks: two sets of 10, `--seed 1`
